@@ -1,0 +1,110 @@
+"""Playing cards: notation, packs of N decks and the value tables the rules need.
+
+Notation is ``<rank><suit>``: ranks ``A 2 3 4 5 6 7 8 9 T J Q K`` (``10`` is
+accepted for ``T``), suits ``S H D C``. Parsing is case-insensitive and the
+canonical form is always upper case with ``T``, so ``"10h"`` and ``"TH"`` are
+the same card.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+RANKS = "A23456789TJQK"
+SUITS = "SHDC"
+CARDS_PER_DECK = 52
+
+
+class CardError(ValueError):
+    """A token that is not a card in ``<rank><suit>`` notation; names the token."""
+
+    def __init__(self, token: object, why: str) -> None:
+        self.token = token
+        self.why = why
+        super().__init__(f"bad card {token!r}: {why}")
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Card:
+    """One card. Ordering is by rank then suit, only to make listings stable."""
+
+    rank: str
+    suit: str
+
+    def __str__(self) -> str:
+        return self.rank + self.suit
+
+    @property
+    def is_ten_or_face(self) -> bool:
+        return self.rank in "TJQK"
+
+    @property
+    def pip(self) -> int:
+        """A=1, 2–9 face value, T/J/Q/K=10 (the common base of every value table)."""
+        return 10 if self.is_ten_or_face else RANKS.index(self.rank) + 1
+
+
+def parse_card(token: object) -> Card:
+    """Parse one card token; raise :class:`CardError` naming the token otherwise."""
+    if not isinstance(token, str):
+        raise CardError(token, "a card is a string such as 'AS' or '10H'")
+    text = token.strip().upper()
+    if len(text) == 3 and text.startswith("10"):
+        text = "T" + text[2]
+    if len(text) != 2:
+        raise CardError(token, "expected <rank><suit>, e.g. 'AS', 'TD', '10H'")
+    rank, suit = text[0], text[1]
+    if rank not in RANKS:
+        raise CardError(token, f"unknown rank {rank!r} (ranks: A 2-9 T/10 J Q K)")
+    if suit not in SUITS:
+        raise CardError(token, f"unknown suit {suit!r} (suits: S H D C)")
+    return Card(rank, suit)
+
+
+def deck() -> list[Card]:
+    """One standard 52-card deck, no jokers."""
+    return [Card(r, s) for s in SUITS for r in RANKS]
+
+
+def pack(decks: int) -> list[Card]:
+    """A pack of ``decks`` standard decks (52 × decks cards)."""
+    if decks < 1:
+        raise ValueError(f"a pack needs at least one deck, not {decks}")
+    return deck() * decks
+
+
+def composition(cards: Iterable[Card]) -> Counter[Card]:
+    return Counter(cards)
+
+
+def baccarat_value(card: Card) -> int:
+    """Baccarat / chemin de fer: A=1, 2–9 face value, T/J/Q/K=0 (001 BP §10)."""
+    return 0 if card.is_ten_or_face else card.pip
+
+
+def blackjack_value(card: Card) -> int:
+    """Blackjack hard value: A=1 (counted 11 by the hand total when it helps), T/J/Q/K=10."""
+    return card.pip
+
+
+def blackjack_total(cards: Iterable[Card]) -> tuple[int, bool]:
+    """Best blackjack total and whether it is soft (an ace counted as 11)."""
+    total = 0
+    aces = 0
+    for card in cards:
+        total += card.pip
+        aces += card.rank == "A"
+    if aces and total + 10 <= 21:
+        return total + 10, True
+    return total, False
+
+
+def burn_value(card: Card, ten_value: int = 10) -> int:
+    """Cards to burn when burning by value (001 BP §9): A=1, 2–9 face, T/J/Q/K=``ten_value``.
+
+    The value of 10 and the faces is a profile setting because §9 does not say it
+    (PROCEDURES.md §2.8, interpretation).
+    """
+    return ten_value if card.is_ten_or_face else card.pip

@@ -1,0 +1,420 @@
+"""Input events: the only way anything reaches the procedure engine.
+
+Each event is a frozen dataclass parsed from one JSON object (one line of a
+JSON Lines stream, a device driver, or the dealer console). Parsing is strict:
+an unknown ``type``, a missing or ill-typed field, or a bad card raises
+:class:`EventError`, which names the field, so ``shoewarden check`` can report
+``line N: field: what is wrong`` and go on with the next line.
+
+Every event may carry ``t``, an ISO-8601 UTC time stamp. Time reaches the
+engine only this way: the engine never reads a clock (docs/architecture.md).
+
+``to_record()`` gives the canonical dict that the audit log stores and that
+``parse_event`` reads back, so a log replays to the same decisions. A
+``deck_check`` is stored with its cards sorted: the composition is all the
+rules need, and a sorted list can never reveal the order of a shuffled pack
+(the log never holds a card before it left the shoe).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from controller.cards import Card, CardError, parse_card
+
+
+class EventError(ValueError):
+    """A malformed input event. ``field`` names the offending key ('' for the whole object)."""
+
+    def __init__(self, field_name: str, why: str) -> None:
+        self.field = field_name
+        self.why = why
+        super().__init__(f"{field_name}: {why}" if field_name else why)
+
+
+@dataclass(frozen=True, slots=True)
+class DeckLot:
+    """A lot of decks in use at the table (000 §1, 001 BP §1): its id, material and first use."""
+
+    id: str
+    kind: str  # "paper" | "plastic"
+    first_use: dt.date
+
+    def to_record(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "first_use": self.first_use.isoformat()}
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every input event."""
+
+    type: ClassVar[str] = ""
+    t: str | None = field(default=None, kw_only=True)
+
+    @property
+    def time(self) -> dt.datetime | None:
+        return parse_time(self.t) if self.t else None
+
+    def to_record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            out[f.name] = _to_json(value)
+        return out
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, Card):
+        return str(value)
+    if isinstance(value, DeckLot):
+        return value.to_record()
+    if isinstance(value, tuple):
+        return [_to_json(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class TableOpen(Event):
+    type: ClassVar[str] = "table_open"
+    table: str
+    decks: int
+    sabot: str | None = None
+    deck_lots: tuple[DeckLot, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeckCheck(Event):
+    """A full read of the pack. ``cards`` holds parsed cards; ``foreign`` the tokens that are
+    not one of the 52 (a joker, another game's card), kept so the deviation can name them."""
+
+    type: ClassVar[str] = "deck_check"
+    cards: tuple[Card, ...]
+    foreign: tuple[str, ...] = ()
+    deck_lots: tuple[DeckLot, ...] | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "cards": sorted(str(c) for c in self.cards)}
+        out["cards"] += sorted(self.foreign)
+        if self.deck_lots is not None:
+            out["deck_lots"] = [lot.to_record() for lot in self.deck_lots]
+        if self.t is not None:
+            out["t"] = self.t
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Shuffle(Event):
+    type: ClassVar[str] = "shuffle"
+
+
+@dataclass(frozen=True, slots=True)
+class Cut(Event):
+    type: ClassVar[str] = "cut"
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class CutCardPlaced(Event):
+    type: ClassVar[str] = "cut_card_placed"
+    behind: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeLoaded(Event):
+    type: ClassVar[str] = "shoe_loaded"
+
+
+@dataclass(frozen=True, slots=True)
+class BetsClosed(Event):
+    type: ClassVar[str] = "bets_closed"
+    boxes: tuple[int, ...] | None = None
+    players: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CardDrawn(Event):
+    """A card left the shoe / shuffler and was read (``type`` ``card``)."""
+
+    type: ClassVar[str] = "card"
+    card: Card
+    exposed: bool = False
+
+    def to_record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "card": str(self.card)}
+        if self.exposed:
+            out["exposed"] = True
+        if self.t is not None:
+            out["t"] = self.t
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CutCardSeen(Event):
+    """The shoe reader saw the cut card come out (``type`` ``cut_card``)."""
+
+    type: ClassVar[str] = "cut_card"
+
+
+ACTIONS = ("stand", "double", "split", "surrender")
+
+
+@dataclass(frozen=True, slots=True)
+class Action(Event):
+    type: ClassVar[str] = "action"
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
+class StubCount(Event):
+    type: ClassVar[str] = "stub_count"
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEnd(Event):
+    type: ClassVar[str] = "round_end"
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardsReturned(Event):
+    type: ClassVar[str] = "discards_returned"
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class DealerChange(Event):
+    type: ClassVar[str] = "dealer_change"
+    dealer: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlayersLeft(Event):
+    type: ClassVar[str] = "players_left"
+
+
+@dataclass(frozen=True, slots=True)
+class CardReplaced(Event):
+    type: ClassVar[str] = "card_replaced"
+    card: Card
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceFault(Event):
+    type: ClassVar[str] = "device_fault"
+    device: str
+    code: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceOk(Event):
+    type: ClassVar[str] = "device_ok"
+    device: str
+    code: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TableClose(Event):
+    type: ClassVar[str] = "table_close"
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.type: cls
+    for cls in (
+        TableOpen, DeckCheck, Shuffle, Cut, CutCardPlaced, ShoeLoaded, BetsClosed, CardDrawn,
+        CutCardSeen, Action, StubCount, RoundEnd, DiscardsReturned, DealerChange, PlayersLeft,
+        CardReplaced, DeviceFault, DeviceOk, TableClose,
+    )
+}
+
+
+# --------------------------------------------------------------------------- parsing helpers
+
+
+def parse_time(text: str) -> dt.datetime:
+    """ISO-8601 with an explicit UTC offset or ``Z``; naive times are taken as UTC."""
+    try:
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as e:
+        raise EventError("t", f"not an ISO-8601 time: {text!r}") from e
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+def _req(obj: Mapping[str, Any], key: str) -> Any:
+    if key not in obj:
+        raise EventError(key, "missing")
+    return obj[key]
+
+
+def _int(obj: Mapping[str, Any], key: str, *, required: bool = True, minimum: int = 0) -> Any:
+    if not required and obj.get(key) is None:
+        return None
+    value = _req(obj, key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise EventError(key, f"expected an integer, got {value!r}")
+    if value < minimum:
+        raise EventError(key, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _str(obj: Mapping[str, Any], key: str, *, required: bool = True) -> Any:
+    if not required and obj.get(key) is None:
+        return None
+    value = _req(obj, key)
+    if not isinstance(value, str) or not value.strip():
+        raise EventError(key, f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _card(obj: Mapping[str, Any], key: str) -> Card:
+    try:
+        return parse_card(_req(obj, key))
+    except CardError as e:
+        raise EventError(key, str(e)) from e
+
+
+def _lots(obj: Mapping[str, Any], key: str) -> tuple[DeckLot, ...] | None:
+    raw = obj.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise EventError(key, "expected a list of {id, kind, first_use}")
+    lots = []
+    for i, item in enumerate(raw):
+        where = f"{key}[{i}]"
+        if not isinstance(item, dict):
+            raise EventError(where, "expected an object {id, kind, first_use}")
+        unknown = set(item) - {"id", "kind", "first_use"}
+        if unknown:
+            raise EventError(f"{where}.{sorted(unknown)[0]}", "unknown key")
+        lot_id = item.get("id")
+        if not isinstance(lot_id, str | int) or isinstance(lot_id, bool) or lot_id == "":
+            raise EventError(f"{where}.id", f"expected a lot id, got {lot_id!r}")
+        kind = item.get("kind")
+        if kind not in ("paper", "plastic"):
+            raise EventError(f"{where}.kind", f"expected 'paper' or 'plastic', got {kind!r}")
+        first = item.get("first_use")
+        try:
+            first_use = dt.date.fromisoformat(first) if isinstance(first, str) else None
+        except ValueError:
+            first_use = None
+        if first_use is None:
+            raise EventError(f"{where}.first_use", f"expected a date YYYY-MM-DD, got {first!r}")
+        lots.append(DeckLot(str(lot_id), kind, first_use))
+    return tuple(lots)
+
+
+def _bool(obj: Mapping[str, Any], key: str) -> bool:
+    value = obj.get(key, False)
+    if not isinstance(value, bool):
+        raise EventError(key, f"expected true or false, got {value!r}")
+    return value
+
+
+def parse_event(obj: object) -> Event:
+    """Build a typed event from one decoded JSON value, or raise :class:`EventError`."""
+    if not isinstance(obj, dict):
+        raise EventError("", f"expected a JSON object, got {type(obj).__name__}")
+    kind = obj.get("type")
+    if kind is None:
+        raise EventError("type", "missing")
+    if kind not in EVENT_TYPES:
+        raise EventError("type", f"unknown event type {kind!r}")
+    t = obj.get("t")
+    if t is not None:
+        if not isinstance(t, str):
+            raise EventError("t", f"expected an ISO-8601 string, got {t!r}")
+        parse_time(t)
+    common = {"t": t}
+
+    match kind:
+        case "table_open":
+            table = obj.get("table")
+            if isinstance(table, int) and not isinstance(table, bool):
+                table = str(table)
+            if not isinstance(table, str) or not table:
+                raise EventError("table", "missing" if table is None else f"bad table {table!r}")
+            return TableOpen(
+                table=table,
+                decks=_int(obj, "decks", minimum=1),
+                sabot=None if obj.get("sabot") is None else str(obj["sabot"]),
+                deck_lots=_lots(obj, "deck_lots"),
+                **common,
+            )
+        case "deck_check":
+            raw = _req(obj, "cards")
+            if not isinstance(raw, list):
+                raise EventError("cards", "expected a list of card strings")
+            cards: list[Card] = []
+            foreign: list[str] = []
+            for token in raw:
+                try:
+                    cards.append(parse_card(token))
+                except CardError:
+                    foreign.append(str(token))
+            return DeckCheck(
+                cards=tuple(sorted(cards)), foreign=tuple(sorted(foreign)),
+                deck_lots=_lots(obj, "deck_lots"), **common,
+            )
+        case "shuffle":
+            return Shuffle(**common)
+        case "cut":
+            return Cut(offset=_int(obj, "offset"), **common)
+        case "cut_card_placed":
+            return CutCardPlaced(behind=_int(obj, "behind", required=False), **common)
+        case "shoe_loaded":
+            return ShoeLoaded(**common)
+        case "bets_closed":
+            boxes = obj.get("boxes")
+            if boxes is not None:
+                if not isinstance(boxes, list) or not all(
+                    isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in boxes
+                ):
+                    raise EventError("boxes", f"expected a list of box numbers, got {boxes!r}")
+                boxes = tuple(boxes)
+            return BetsClosed(
+                boxes=boxes, players=_int(obj, "players", required=False, minimum=1), **common
+            )
+        case "card":
+            return CardDrawn(card=_card(obj, "card"), exposed=_bool(obj, "exposed"), **common)
+        case "cut_card":
+            return CutCardSeen(**common)
+        case "action":
+            action = _str(obj, "action")
+            if action not in ACTIONS:
+                raise EventError("action", f"unknown action {action!r} ({', '.join(ACTIONS)})")
+            return Action(action=action, **common)
+        case "stub_count":
+            return StubCount(count=_int(obj, "count"), **common)
+        case "round_end":
+            return RoundEnd(**common)
+        case "discards_returned":
+            return DiscardsReturned(count=_int(obj, "count"), **common)
+        case "dealer_change":
+            dealer = obj.get("dealer")
+            if isinstance(dealer, int) and not isinstance(dealer, bool):
+                dealer = str(dealer)
+            if not isinstance(dealer, str) or not dealer:
+                raise EventError("dealer", "missing" if dealer is None else f"bad {dealer!r}")
+            return DealerChange(dealer=dealer, **common)
+        case "players_left":
+            return PlayersLeft(**common)
+        case "card_replaced":
+            return CardReplaced(card=_card(obj, "card"), **common)
+        case "device_fault" | "device_ok":
+            cls = DeviceFault if kind == "device_fault" else DeviceOk
+            return cls(
+                device=_str(obj, "device"), code=_str(obj, "code"),
+                detail=_str(obj, "detail", required=False), **common,
+            )
+        case "table_close":
+            return TableClose(**common)
+    raise EventError("type", f"unknown event type {kind!r}")  # pragma: no cover

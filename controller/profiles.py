@@ -1,0 +1,330 @@
+"""Procedure profiles: every rule the engine enforces, as data, each beside its seed paragraph.
+
+A profile is a TOML file in ``config/profiles/``. Every section carries
+``source`` (the seed paragraph, e.g. ``"000 §6"``) and may carry
+``interpretation`` (why an ambiguous seed was read this way). Every other key is
+required; unknown keys, missing keys and out-of-range values are rejected with
+``file: key: what is wrong``. The schema below *is* the validation: each field's
+metadata gives its allowed values, so docs/profiles.md, the loader and the
+engine cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+GAMES = ("blackjack", "baccarat", "chemin-de-fer", "baccarat-two-tableaux", "stud-poker")
+CARD_SOURCES = ("shoe", "shuffler", "hand")
+
+PROFILE_DIR = Path(__file__).resolve().parent.parent / "config" / "profiles"
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be loaded: ``file: key: what is wrong``."""
+
+    def __init__(self, file: str, key: str, why: str) -> None:
+        self.file, self.key, self.why = file, key, why
+        super().__init__(f"{file}: {key}: {why}" if key else f"{file}: {why}")
+
+
+def _opt(*choices: str, doc: str) -> Any:
+    return field(metadata={"choices": choices, "doc": doc})
+
+
+def _num(lo: int, hi: int, doc: str) -> Any:
+    return field(metadata={"min": lo, "max": hi, "doc": doc})
+
+
+def _flag(doc: str) -> Any:
+    return field(metadata={"doc": doc})
+
+
+@dataclass(frozen=True)
+class Section:
+    """Common to every section: where the rule lives in the seeds."""
+
+    source: str = field(metadata={"doc": "seed paragraph(s) the section implements"})
+    interpretation: str | None = field(
+        default=None, kw_only=True,
+        metadata={"doc": "optional: how an ambiguous seed was read", "optional": True},
+    )
+
+
+@dataclass(frozen=True)
+class Decks(Section):
+    min: int = _num(1, 12, "fewest decks allowed")
+    max: int = _num(1, 12, "most decks allowed")
+
+
+@dataclass(frozen=True)
+class Inspection(Section):
+    opening_check: bool = _flag("a composition check (deck_check) is required at table opening")
+    closing_check: bool = _flag("a composition check is required before table_close")
+
+
+@dataclass(frozen=True)
+class DeckLifecycle(Section):
+    plastic_max_days: int = _num(1, 365, "plastic decks: usable this many days from first use")
+    plastic_day_count: str = _opt(
+        "elapsed", "calendar",
+        doc="elapsed: expired when open date − first use > max days; "
+        "calendar: the day of first use counts as day 1",
+    )
+    paper_same_day_only: bool = _flag("paper decks only on the day they were first used")
+    new_cards_every_shoe: bool = _flag("every shoe (sequence) must use lots not used before")
+
+
+@dataclass(frozen=True)
+class Shuffling(Section):
+    every_round: bool = _flag("each round needs its own shuffle and cut (stud poker)")
+
+
+@dataclass(frozen=True)
+class CutRule(Section):
+    required: bool = _flag("the pack must be cut after every shuffle")
+    min_each_side: int = _num(0, 416, "fewest cards each side of the cut (1 = anywhere)")
+
+
+@dataclass(frozen=True)
+class CutCardRule(Section):
+    mode: str = _opt("none", "exact", "approximate", doc="no cut card, or its window kind")
+    behind: int = _num(0, 416, "cards behind the cut card (0 when mode is none)")
+    tolerance: int = _num(0, 416, "± cards accepted around `behind` (0 when exact)")
+    first_card_of_round: str = _opt(
+        "round-is-last", "no-round",
+        doc="cut card showing as the first card of a round: that round is played and is the "
+        "last (001 BP §16), or no further round is dealt (001 §2 reading)",
+    )
+
+    def window(self) -> tuple[int, int] | None:
+        if self.mode == "none":
+            return None
+        return (max(0, self.behind - self.tolerance), self.behind + self.tolerance)
+
+
+@dataclass(frozen=True)
+class BurnRule(Section):
+    mode: str = _opt("none", "five", "by-value", doc="cards burned after every load")
+    ten_value: int = _num(1, 10, "by-value burn: how many cards a 10/J/Q/K stands for")
+    on_dealer_change: int = _num(0, 10, "cards burned before the next round on a dealer change")
+
+
+@dataclass(frozen=True)
+class ExposedCardRule(Section):
+    handling: str = _opt("burn", "use", doc="an exposed card is burned, or used in the hand")
+    first_card_of_round: str = _opt(
+        "continue", "dummy-round",
+        doc="first card of a round exposed: play on, or finish it as a dummy round",
+    )
+
+
+@dataclass(frozen=True)
+class ShufflerRule(Section):
+    continuous: bool = _flag("a continuous shuffler that also deals (card_source = shuffler)")
+    discards_every_round: bool = _flag("every round's cards go back before the next round")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One procedure profile (PROCEDURES.md §1)."""
+
+    name: str
+    title: str
+    source: str
+    game: str
+    card_source: str
+    decks: Decks
+    inspection: Inspection
+    deck_lifecycle: DeckLifecycle
+    shuffle: Shuffling
+    cut: CutRule
+    cut_card: CutCardRule
+    burn: BurnRule
+    exposed_card: ExposedCardRule
+    shuffler: ShufflerRule
+    path: str = field(default="", compare=False, repr=False)
+
+    @property
+    def shuffler_mode(self) -> bool:
+        return self.card_source == "shuffler"
+
+    @property
+    def has_cut_card(self) -> bool:
+        return self.cut_card.mode != "none"
+
+    def rule(self, section: str) -> str:
+        """``"<profile> <seed paragraph>"`` for a deviation's ``rule`` field."""
+        src = getattr(self, section).source if section else self.source
+        return f"{self.name} {src}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out.pop("path")
+        for value in out.values():
+            if isinstance(value, dict) and value.get("interpretation") is None:
+                value.pop("interpretation", None)
+        return out
+
+
+_TOP_CHOICES = {"game": GAMES, "card_source": CARD_SOURCES}
+
+
+def _check_value(file: str, key: str, value: Any, typ: Any, meta: dict[str, Any]) -> Any:
+    if typ is bool:
+        if not isinstance(value, bool):
+            raise ProfileError(file, key, f"expected true or false, got {value!r}")
+        return value
+    if typ is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ProfileError(file, key, f"expected an integer, got {value!r}")
+        lo, hi = meta.get("min"), meta.get("max")
+        if lo is not None and not lo <= value <= hi:
+            raise ProfileError(file, key, f"{value} is out of range {lo}..{hi}")
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise ProfileError(file, key, f"expected a non-empty string, got {value!r}")
+    choices = meta.get("choices")
+    if choices and value not in choices:
+        raise ProfileError(file, key, f"{value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _build_section(file: str, name: str, cls: type[Section], raw: Any) -> Section:
+    if not isinstance(raw, dict):
+        raise ProfileError(file, name, "expected a table [" + name + "]")
+    hints = get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    for key in raw:
+        if key not in known:
+            raise ProfileError(file, f"{name}.{key}", "unknown key")
+    values = {}
+    for fname, f in known.items():
+        key = f"{name}.{fname}"
+        if fname not in raw:
+            if f.metadata.get("optional"):
+                continue
+            raise ProfileError(file, key, "missing")
+        typ = hints[fname]
+        typ = str if typ == (str | None) else typ
+        values[fname] = _check_value(file, key, raw[fname], typ, dict(f.metadata))
+    return cls(**values)
+
+
+def profile_from_dict(raw: dict[str, Any], file: str = "<profile>") -> Profile:
+    """Validate a decoded TOML document and build the :class:`Profile`."""
+    hints = get_type_hints(Profile)
+    known = {f.name for f in dataclasses.fields(Profile)} - {"path"}
+    for key in raw:
+        if key not in known:
+            raise ProfileError(file, key, "unknown key")
+    values: dict[str, Any] = {}
+    for fname in [f.name for f in dataclasses.fields(Profile) if f.name != "path"]:
+        if fname not in raw:
+            raise ProfileError(file, fname, "missing")
+        typ = hints[fname]
+        if isinstance(typ, type) and issubclass(typ, Section):
+            values[fname] = _build_section(file, fname, typ, raw[fname])
+        else:
+            meta = {"choices": _TOP_CHOICES[fname]} if fname in _TOP_CHOICES else {}
+            values[fname] = _check_value(file, fname, raw[fname], str, meta)
+    profile = Profile(**values, path=file)
+    _cross_check(profile, file)
+    return profile
+
+
+def _cross_check(p: Profile, file: str) -> None:
+    """Rules that involve more than one key."""
+    if p.decks.min > p.decks.max:
+        raise ProfileError(file, "decks.min", f"{p.decks.min} is more than decks.max {p.decks.max}")
+    cc = p.cut_card
+    if cc.mode == "none" and (cc.behind or cc.tolerance):
+        raise ProfileError(file, "cut_card.behind", "must be 0 when cut_card.mode is 'none'")
+    if cc.mode == "exact" and cc.tolerance:
+        raise ProfileError(file, "cut_card.tolerance", "must be 0 when cut_card.mode is 'exact'")
+    if cc.mode != "none" and cc.behind < 1:
+        raise ProfileError(file, "cut_card.behind", "must be at least 1 with a cut card")
+    if cc.mode != "none" and cc.behind >= p.decks.min * 52:
+        raise ProfileError(
+            file, "cut_card.behind", f"{cc.behind} is not less than the smallest pack "
+            f"({p.decks.min} decks = {p.decks.min * 52} cards)",
+        )
+    if p.shuffler.continuous != (p.card_source == "shuffler"):
+        raise ProfileError(
+            file, "shuffler.continuous", "must be true exactly when card_source is 'shuffler'"
+        )
+    if p.card_source == "shuffler" and cc.mode != "none":
+        raise ProfileError(file, "cut_card.mode", "a continuous shuffler uses no cut card")
+    if p.card_source == "hand" and (cc.mode != "none" or p.burn.mode != "none"):
+        raise ProfileError(
+            file, "card_source", "hand-dealt games use neither a cut card nor a burn"
+        )
+    if p.cut.min_each_side * 2 > p.decks.min * 52:
+        raise ProfileError(
+            file, "cut.min_each_side",
+            f"{p.cut.min_each_side} each side cannot fit in {p.decks.min * 52} cards",
+        )
+
+
+def load_profile_file(path: str | Path) -> Profile:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ProfileError(str(path), "", f"cannot read: {e.strerror or e}") from e
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ProfileError(str(path), "", f"not valid TOML: {e}") from e
+    profile = profile_from_dict(raw, str(path))
+    if profile.name != path.stem:
+        raise ProfileError(str(path), "name", f"{profile.name!r} differs from the file name")
+    return profile
+
+
+def profile_names(directory: Path = PROFILE_DIR) -> list[str]:
+    return sorted(p.stem for p in directory.glob("*.toml"))
+
+
+def load_profile(name_or_path: str, directory: Path = PROFILE_DIR) -> Profile:
+    """Load a bundled profile by name, or any profile file by path."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or candidate.exists():
+        return load_profile_file(candidate)
+    path = directory / f"{name_or_path}.toml"
+    if not path.exists():
+        known = ", ".join(profile_names(directory)) or "none"
+        raise ProfileError(str(path), "", f"no profile named {name_or_path!r} (known: {known})")
+    return load_profile_file(path)
+
+
+def schema_rows() -> list[tuple[str, str, str]]:
+    """(key, allowed values, meaning) for every key: docs/profiles.md is checked against it."""
+    rows = [
+        ("name", "string", "the profile's name; must equal the file name"),
+        ("title", "string", "a human title"),
+        ("source", "string", "seed paragraphs the whole profile implements"),
+        ("game", " | ".join(GAMES), "the game, which picks the dealing rules"),
+        ("card_source", " | ".join(CARD_SOURCES), "where cards come from"),
+    ]
+    for f in dataclasses.fields(Profile):
+        hints = get_type_hints(Profile)
+        typ = hints.get(f.name)
+        if not (isinstance(typ, type) and issubclass(typ, Section)):
+            continue
+        sub_hints = get_type_hints(typ)
+        for sf in dataclasses.fields(typ):
+            meta = sf.metadata
+            if "choices" in meta:
+                allowed = " | ".join(meta["choices"])
+            elif "min" in meta:
+                allowed = f"{meta['min']}..{meta['max']}"
+            elif sub_hints[sf.name] is bool:
+                allowed = "true | false"
+            else:
+                allowed = "string" + (" (optional)" if meta.get("optional") else "")
+            rows.append((f"{f.name}.{sf.name}", allowed, meta.get("doc", "")))
+    return rows
