@@ -1,0 +1,524 @@
+"""The hash-chained audit log writer.
+
+Two layers:
+
+* :class:`HashChainWriter` is the structlog *wrapped logger* (the final
+  logger). Its ``msg`` method receives the finished event dict as keyword
+  arguments and, under one ``threading.Lock`` it owns, assigns ``seq``, ``ts``
+  and ``prev``, computes ``hash``, writes the canonical line, and fsyncs per the
+  durability policy. The chain lives here and nowhere else: a hash chain kept in
+  a processor would be guarded by a different lock than the one that orders the
+  writes, and threads would interleave records out of chain order.
+* :class:`AuditLog` is the front the engine runner uses (``header``, ``input``,
+  ``output``, ``write``). Every call goes through a structlog bound logger built
+  with :func:`structlog.wrap_logger` over the writer; structlog's global
+  configuration is never touched.
+
+The package knows no devices and no engine: it receives plain dicts.
+See docs/audit-log.md for the format.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+import structlog
+
+from controller.audit.canonical import (
+    GENESIS,
+    RESERVED_KEYS,
+    canonical_bytes,
+    check_json_value,
+    record_hash,
+)
+
+try:  # POSIX: refuse a second writer on the same file (it would fork the chain).
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX
+    fcntl = None  # type: ignore[assignment]
+
+DURABILITY_POLICIES = ("input", "every", "none")
+"""``input``: fsync after every ``input`` and ``header`` record (default, write-ahead);
+``every``: fsync after every record; ``none``: flush only (bulk replay, benchmarks)."""
+
+FSYNC_KINDS = frozenset({"input", "header"})
+"""Record kinds fsynced under the default ``input`` policy."""
+
+CONTEXT_KEYS = ("table", "shoe", "round", "state")
+"""The context every record carries (``null`` where it does not apply)."""
+
+FILE_MODE = 0o640
+
+Clock = Callable[[], dt.datetime]
+
+
+class AuditLogError(Exception):
+    """The audit log cannot be opened or written safely.
+
+    ``path`` and ``line`` (1-based) locate the problem when it is in a file.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}: " if line is None else f"{path}: line {line}: "
+        super().__init__(where + message)
+
+
+def check_durability(durability: str) -> str:
+    """Return ``durability`` if it is an allowed policy, else raise ``ValueError`` naming them."""
+    if durability not in DURABILITY_POLICIES:
+        allowed = ", ".join(repr(p) for p in DURABILITY_POLICIES)
+        raise ValueError(f"durability must be one of {allowed}, not {durability!r}")
+    return durability
+
+
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def format_ts(when: dt.datetime) -> str:
+    """``when`` as ISO-8601 UTC, milliseconds, ``Z``: ``2026-11-21T10:15:30.123Z``."""
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError(f"audit clock returned a naive datetime {when!r}; it must be tz-aware")
+    utc = when.astimezone(dt.UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+# --------------------------------------------------------------------------- sinks
+
+
+class _Sink(Protocol):
+    name: str
+
+    def write(self, data: bytes) -> None: ...
+    def sync(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class _FileSink:
+    """An O_APPEND file descriptor: each record is one ``os.write`` (no user-space buffer)."""
+
+    def __init__(self, fd: int, name: str) -> None:
+        self.fd = fd
+        self.name = name
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+
+    def sync(self) -> None:
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class _StreamSink:
+    """A text stream (e.g. ``io.StringIO``) for tests: write and flush, never fsync."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.name = getattr(stream, "name", None) or f"<{type(stream).__name__}>"
+
+    def write(self, data: bytes) -> None:
+        self.stream.write(data.decode("utf-8"))
+        flush = getattr(self.stream, "flush", None)
+        if flush is not None:
+            flush()
+
+    def sync(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass  # the caller owns the stream
+
+
+def _read_head(fd: int, path: str) -> tuple[int, str]:
+    """The (seq, hash) of the last record of an open log file; (0, GENESIS) if it is empty.
+
+    Refuses (AuditLogError with path and line) a torn or unparseable last line,
+    or one whose hash does not match its content: appending would extend a
+    broken chain. Recovery is a separate, explicit step.
+    """
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return 0, GENESIS
+    if os.pread(fd, 1, size - 1) != b"\n":
+        raise AuditLogError(
+            "torn last line (no newline terminator): the previous writer was interrupted; "
+            "recover the log before appending",
+            path=path,
+            line=_count_newlines(fd, size) + 1,
+        )
+    # Read backwards from just before the final newline to the newline before it.
+    end = size - 1
+    pos, buf = end, b""
+    while pos > 0:
+        start = max(0, pos - 65536)
+        buf = os.pread(fd, pos - start, start) + buf
+        pos = start
+        if b"\n" in buf:
+            break
+    last = buf[buf.rfind(b"\n") + 1 :]  # the whole last line (rfind is -1 for a one-line file)
+
+    def bad(why: str) -> AuditLogError:
+        return AuditLogError(
+            f"last record {why}; refusing to append to a broken chain",
+            path=path,
+            line=_count_newlines(fd, size),
+        )
+
+    try:
+        record = json.loads(last.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise bad(f"does not parse as JSON ({exc})") from None
+    if not isinstance(record, dict):
+        raise bad("is not a JSON object")
+    seq, claimed = record.get("seq"), record.get("hash")
+    if type(seq) is not int or seq < 1:
+        raise bad(f"has no valid seq ({seq!r})")
+    if not isinstance(claimed, str):
+        raise bad("has no hash")
+    body = {k: v for k, v in record.items() if k != "hash"}
+    try:
+        actual = record_hash(body)
+    except (TypeError, ValueError) as exc:
+        raise bad(f"cannot be re-encoded ({exc})") from None
+    if actual != claimed:
+        raise bad("hash mismatch: record was edited")
+    return seq, claimed
+
+
+def _count_newlines(fd: int, size: int) -> int:
+    count, offset = 0, 0
+    while offset < size:
+        block = os.pread(fd, min(1 << 20, size - offset), offset)
+        if not block:
+            break
+        count += block.count(b"\n")
+        offset += len(block)
+    return count
+
+
+# --------------------------------------------------------------------------- writer
+
+
+class HashChainWriter:
+    """The structlog final logger: seals each event dict into the next chain record and writes it.
+
+    ``msg(**fields)`` (alias ``info``) takes the record without ``seq``, ``ts``,
+    ``prev`` and ``hash`` and returns the sealed record. Sequence assignment,
+    time stamp, hashing, the write and the fsync all happen under the writer's
+    own lock, so concurrent callers always produce an unbroken chain.
+    """
+
+    def __init__(
+        self,
+        sink: _Sink,
+        *,
+        durability: str = "input",
+        clock: Clock | None = None,
+        seq: int = 0,
+        prev: str = GENESIS,
+    ) -> None:
+        self._sink = sink
+        self._durability = check_durability(durability)
+        self._clock: Clock = clock or _utc_now
+        self._seq = seq
+        self._prev = prev
+        self._lock = threading.Lock()
+        self._closed = False
+        self._broken: BaseException | None = None
+
+    # NB: do not give this class __len__ or __bool__: structlog's lazy proxy
+    # replaces a falsy wrapped logger with its default logger factory.
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], *, durability: str = "input", clock: Clock | None = None
+    ) -> HashChainWriter:
+        """Open ``path`` for appending, creating it (mode 0o640) or continuing its chain."""
+        check_durability(durability)
+        name = os.fspath(path)
+        flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        created = True
+        try:
+            fd = os.open(name, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        except FileExistsError:
+            created = False
+            fd = os.open(name, flags)
+        try:
+            if created:
+                os.fchmod(fd, FILE_MODE)  # exact mode whatever the umask
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise AuditLogError(
+                        "already open by another writer (two writers would fork the chain)",
+                        path=name,
+                    ) from None
+            seq, prev = _read_head(fd, name)
+            if created and durability != "none":
+                _fsync_dir(Path(name).resolve().parent)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(_FileSink(fd, name), durability=durability, clock=clock, seq=seq, prev=prev)
+
+    @classmethod
+    def to_stream(cls, stream: Any, *, clock: Clock | None = None) -> HashChainWriter:
+        """A writer on a text stream (e.g. ``io.StringIO``), starting a new chain; never fsyncs."""
+        return cls(_StreamSink(stream), durability="none", clock=clock)
+
+    @property
+    def head(self) -> tuple[int, str]:
+        """(seq, hash) of the last record written; (0, GENESIS) before the first."""
+        with self._lock:
+            return self._seq, self._prev
+
+    @property
+    def durability(self) -> str:
+        return self._durability
+
+    @property
+    def name(self) -> str:
+        return self._sink.name
+
+    def msg(self, /, **fields: Any) -> dict[str, Any]:
+        """Seal ``fields`` into the next record, write it, fsync per policy; return the record."""
+        kind = fields.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise ValueError(f"audit record needs a non-empty string 'kind', got {kind!r}")
+        reserved = RESERVED_KEYS.intersection(fields)
+        if reserved:
+            raise ValueError(
+                f"audit record fields {sorted(reserved)} are set by the writer, not the caller"
+            )
+        check_json_value(fields)
+        sync = self._durability == "every" or (self._durability == "input" and kind in FSYNC_KINDS)
+        with self._lock:
+            if self._closed:
+                raise AuditLogError("audit log is closed", path=self._sink.name)
+            if self._broken is not None:
+                raise AuditLogError(
+                    f"audit log is unusable after a failed write ({self._broken!r})",
+                    path=self._sink.name,
+                )
+            record = dict(fields)
+            record["seq"] = self._seq + 1
+            record["ts"] = format_ts(self._clock())
+            record["prev"] = self._prev
+            record["hash"] = record_hash(record)
+            line = canonical_bytes(record) + b"\n"
+            try:
+                self._sink.write(line)
+                if sync:
+                    self._sink.sync()
+            except OSError as exc:
+                # The file may now end in a partial line, or hold a record that
+                # is not durable: never write after this (no fsync retry either).
+                self._broken = exc
+                raise AuditLogError(
+                    f"write failed at seq {record['seq']}: {exc}", path=self._sink.name
+                ) from exc
+            self._seq = record["seq"]
+            self._prev = record["hash"]
+        return record
+
+    info = msg
+
+    def sync(self) -> None:
+        """fsync now, whatever the durability policy (no-op on a stream)."""
+        with self._lock:
+            if not self._closed and self._broken is None:
+                self._sink.sync()
+
+    def close(self) -> None:
+        """fsync (unless the policy is ``none``) and close; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                if self._broken is None and self._durability != "none":
+                    self._sink.sync()
+            finally:
+                self._sink.close()
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a newly created file's directory entry durable."""
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. platforms without directory fds
+        return
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+# --------------------------------------------------------------------------- structlog front
+
+
+class _ChainLogger(structlog.BoundLoggerBase):
+    """Bound logger with one method, ``record``, that runs the processors and calls ``msg``.
+
+    It passes the fields as a dict (not as keyword arguments of a structlog
+    method), so a payload key named ``event`` is an ordinary field.
+    """
+
+    def record(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        args, kw = self._process_event("msg", None, dict(fields))
+        return self._logger.msg(*args, **kw)
+
+
+def _as_kwargs(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    """Last processor: hand the event dict over as ``**kwargs`` to ``HashChainWriter.msg``."""
+    return event_dict
+
+
+def _context_fields(context: Mapping[str, Any], *, require_all: bool) -> dict[str, Any]:
+    if not isinstance(context, Mapping):
+        raise TypeError(f"context must be a mapping, got {type(context).__name__}")
+    unknown = set(context) - set(CONTEXT_KEYS)
+    if unknown:
+        raise ValueError(
+            f"unknown context key(s) {sorted(unknown)}; allowed: {', '.join(CONTEXT_KEYS)}"
+        )
+    if require_all:
+        missing = [k for k in CONTEXT_KEYS if k not in context]
+        if missing:
+            raise ValueError(f"context is missing {missing}")
+    out = {k: context.get(k) for k in CONTEXT_KEYS}
+    for key in ("table", "state"):
+        if out[key] is not None and not isinstance(out[key], str):
+            raise TypeError(f"context {key!r} must be a str or None, got {out[key]!r}")
+    for key in ("shoe", "round"):
+        if out[key] is not None and type(out[key]) is not int:
+            raise TypeError(f"context {key!r} must be an int or None, got {out[key]!r}")
+    return out
+
+
+class AuditLog:
+    """The audit log as the engine runner sees it. Thread-safe; a context manager.
+
+    Every method returns the sealed record it wrote (``seq``, ``ts``, ``prev`` and
+    ``hash`` included).
+    """
+
+    def __init__(self, writer: HashChainWriter) -> None:
+        self._writer = writer
+        self._log = structlog.wrap_logger(
+            writer,
+            processors=[_as_kwargs],
+            wrapper_class=_ChainLogger,
+            context_class=dict,
+            cache_logger_on_first_use=False,
+        )
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], *, durability: str = "input", clock: Clock | None = None
+    ) -> AuditLog:
+        """Open (create, or append to and continue the chain of) the log file at ``path``."""
+        return cls(HashChainWriter.open(path, durability=durability, clock=clock))
+
+    @classmethod
+    def to_stream(cls, stream: Any, clock: Clock | None = None) -> AuditLog:
+        """A log on a text stream such as ``io.StringIO`` (tests): a new chain, no fsync."""
+        return cls(HashChainWriter.to_stream(stream, clock=clock))
+
+    @property
+    def head(self) -> tuple[int, str]:
+        """(last seq, last hash); (0, GENESIS) for an empty log."""
+        return self._writer.head
+
+    @property
+    def writer(self) -> HashChainWriter:
+        return self._writer
+
+    @property
+    def logger(self) -> Any:
+        """The structlog bound logger (lazy proxy) every record goes through."""
+        return self._log
+
+    def header(
+        self,
+        *,
+        software: Mapping[str, Any],
+        table: str | None,
+        profile: Mapping[str, Any],
+        settings: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Write a ``header`` record: software {name, version}, table, full profile, settings."""
+        if not isinstance(software, Mapping) or not {"name", "version"} <= set(software):
+            raise ValueError(f"software must be a dict with 'name' and 'version', got {software!r}")
+        ctx = _context_fields({"table": table}, require_all=False)
+        return self._emit(
+            "header",
+            ctx,
+            {"software": dict(software), "profile": dict(profile), "settings": dict(settings)},
+        )
+
+    def input(
+        self, event: Mapping[str, Any], *, line: int | None, context: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Write an ``input`` record: the event's canonical dict and its source line (if any)."""
+        payload: dict[str, Any] = {"event": dict(event)}
+        if line is not None:
+            if type(line) is not int:
+                raise TypeError(f"line must be an int or None, got {line!r}")
+            payload["line"] = line
+        return self._emit("input", _context_fields(context, require_all=True), payload)
+
+    def output(self, output: Mapping[str, Any], *, context: Mapping[str, Any]) -> dict[str, Any]:
+        """Write an ``output`` record (state change, prompt, deviation …)."""
+        return self._emit(
+            "output", _context_fields(context, require_all=True), {"output": dict(output)}
+        )
+
+    def write(self, kind: str, context: Mapping[str, Any], /, **payload: Any) -> dict[str, Any]:
+        """Write a record of any ``kind``; context keys left out are written as null."""
+        return self._emit(kind, _context_fields(context, require_all=False), payload)
+
+    def _emit(
+        self, kind: str, context: dict[str, Any], payload: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        clash = (set(CONTEXT_KEYS) | {"kind"}).intersection(payload)
+        if clash:
+            raise ValueError(f"payload keys {sorted(clash)} clash with the record's own fields")
+        fields = {"kind": kind, **context, **payload}
+        return self._log.record(fields)
+
+    def sync(self) -> None:
+        """fsync now, whatever the durability policy."""
+        self._writer.sync()
+
+    def close(self) -> None:
+        """fsync (unless durability is ``none``) and close the file; idempotent."""
+        self._writer.close()
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,107 @@
+"""Deviations: every departure from the procedure, with a stable code and the rule it breaks.
+
+A :class:`Deviation` is an output of the engine. Its ``code`` is stable (logs,
+dashboards and tests key on it), its ``severity`` says who must act
+(``info``: recorded; ``warning``: the pit boss looks; ``critical``: the
+inspector stops the game), ``message`` is written for a pit boss, ``rule``
+names the profile and the seed paragraph, and ``evidence`` carries the counts,
+cards and positions involved. docs/deviations.md lists them all; a test checks
+that it matches :data:`CATALOG`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviationSpec:
+    code: str
+    severity: Severity
+    section: str  # profile section whose ``source`` is the rule broken ("" = profile source)
+    when: str
+
+
+_SPECS = [
+    DeviationSpec("CHECK_MISSING", Severity.CRITICAL, "inspection",
+                  "shuffle or play without an opening composition check; table_close "
+                  "without a check after the last shoe"),
+    DeviationSpec("DECK_INCOMPLETE", Severity.CRITICAL, "inspection",
+                  "a deck_check is missing cards (every missing card named)"),
+    DeviationSpec("DECK_EXTRA_CARD", Severity.CRITICAL, "inspection",
+                  "a deck_check has a card more often than the decks hold"),
+    DeviationSpec("DECK_FOREIGN_CARD", Severity.CRITICAL, "inspection",
+                  "a deck_check has a card that is not one of the 52 (a joker, a blank)"),
+    DeviationSpec("DECK_COUNT", Severity.CRITICAL, "decks",
+                  "the number of decks is outside the profile's range"),
+    DeviationSpec("DECK_EXPIRED", Severity.CRITICAL, "deck_lifecycle",
+                  "a plastic lot past its days, a paper lot used on a later day, a lot reused "
+                  "in a second sequence where every sequence needs new cards"),
+    DeviationSpec("SHUFFLE_MISSING", Severity.CRITICAL, "shuffle",
+                  "cards loaded (or a stud round dealt) without a shuffle since the last shoe "
+                  "or since players left"),
+    DeviationSpec("CUT_MISSING", Severity.WARNING, "cut",
+                  "cards loaded or dealt without a cut where the profile requires one"),
+    DeviationSpec("CUT_TOO_SHALLOW", Severity.WARNING, "cut",
+                  "a cut leaving fewer cards on either side than the profile demands"),
+    DeviationSpec("CUT_CARD_MISSING", Severity.WARNING, "cut_card",
+                  "the shoe was loaded without placing the cut card"),
+    DeviationSpec("CUT_CARD_POSITION", Severity.WARNING, "cut_card",
+                  "the cut card's declared or measured position is outside the window"),
+    DeviationSpec("CUT_CARD_UNEXPECTED", Severity.WARNING, "cut_card",
+                  "a cut card in a profile that has none"),
+    DeviationSpec("BURN_COUNT", Severity.WARNING, "burn",
+                  "too few or too many cards burned (five, by value, dealer change)"),
+    DeviationSpec("CARD_BEFORE_BETS_CLOSED", Severity.CRITICAL, "",
+                  "a card drawn (other than a burn) before bets_closed"),
+    DeviationSpec("PLAY_AFTER_LAST_HAND", Severity.CRITICAL, "cut_card",
+                  "a round started (or a card drawn) after the last hand, before a reshuffle"),
+    DeviationSpec("CARD_DUPLICATE", Severity.CRITICAL, "inspection",
+                  "a card seen more times in one shoe than the decks hold"),
+    DeviationSpec("DISCARDS_NOT_RETURNED", Severity.WARNING, "shuffler",
+                  "shuffler mode: next round before the discards went back, or a wrong count"),
+    DeviationSpec("DEVICE_FAULT", Severity.CRITICAL, "",
+                  "play goes on while a device fault is open"),
+    DeviationSpec("UNEXPECTED_EVENT", Severity.WARNING, "",
+                  "an event that is not valid in the current state"),
+]
+
+CATALOG: dict[str, DeviationSpec] = {s.code: s for s in _SPECS}
+
+
+def register(spec: DeviationSpec) -> None:
+    """Add a code (the dealing-rule referees register theirs); codes are never redefined."""
+    existing = CATALOG.get(spec.code)
+    if existing is not None and existing != spec:
+        raise ValueError(f"deviation code {spec.code} is already defined differently")
+    CATALOG[spec.code] = spec
+
+
+@dataclass(frozen=True, slots=True)
+class Deviation:
+    code: str
+    severity: Severity
+    message: str
+    rule: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    kind = "deviation"
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "type": "deviation",
+            "code": self.code,
+            "severity": str(self.severity),
+            "message": self.message,
+            "rule": self.rule,
+            "evidence": dict(self.evidence),
+        }

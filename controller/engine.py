@@ -1,0 +1,971 @@
+"""The procedure engine: one table's card-handling procedure as a state machine.
+
+Inputs in, outputs out. :meth:`TableEngine.handle` takes one input event and
+returns the outputs it caused: deviations and notes first, then the state
+transition, then the dealer's next prompt. The engine reads no clock, does no
+I/O and draws no random numbers; time arrives in events. So the audit log,
+which holds every input, replays to exactly the same decisions.
+
+The state graph is a ``transitions`` :class:`~transitions.Machine` built per
+table from its profile (``auto_transitions=False``; one owner thread), so the
+chart (``shoewarden chart``) is drawn from the very machine that runs. Each
+event type is a trigger. A handler method decides the destination (and the
+deviations) before the trigger fires; the trigger's conditions then pick the
+transition with that destination, so a destination missing from the graph can
+never be reached by accident. An event with no transition from the current
+state is an ``UNEXPECTED_EVENT`` deviation: never an exception, never dropped.
+
+Skipped steps are flagged when a later step shows they were skipped (loading
+without a shuffle raises ``SHUFFLE_MISSING`` at the load), and the procedure
+moves on, so one mistake yields one deviation, not a cascade.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from transitions import Machine, MachineError
+
+from controller.cards import Card, burn_value, pack
+from controller.deviations import CATALOG, Deviation
+from controller.events import (
+    Action,
+    BetsClosed,
+    CardDrawn,
+    CardReplaced,
+    Cut,
+    CutCardPlaced,
+    CutCardSeen,
+    DealerChange,
+    DeckCheck,
+    DeckLot,
+    DeviceFault,
+    DeviceOk,
+    DiscardsReturned,
+    Event,
+    PlayersLeft,
+    RoundEnd,
+    ShoeLoaded,
+    Shuffle,
+    StubCount,
+    TableClose,
+    TableOpen,
+)
+from controller.outputs import Note, Output, Prompt, Transition
+from controller.profiles import Profile
+from controller.rounds import referee_for
+
+# States, in the order of a table day. Which of them a table has depends on its profile.
+CLOSED = "closed"
+OPENING_CHECK = "opening_check"
+SHUFFLE = "shuffle"
+CUT = "cut"
+CUT_CARD = "cut_card"
+LOAD = "load"
+BURN = "burn"
+READY = "ready"
+ROUND = "round"
+LAST_ROUND = "last_round"
+RETURN_DISCARDS = "return_discards"
+SHOE_COMPLETE = "shoe_complete"
+CLOSING_CHECK = "closing_check"
+SUSPENDED = "suspended"
+DEVICE_FAULT = "device_fault"
+
+ALL_STATES = (
+    CLOSED, OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, BURN, READY, ROUND, LAST_ROUND,
+    RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED, DEVICE_FAULT,
+)
+
+STATE_DESCRIPTIONS = {
+    CLOSED: "the table is closed",
+    OPENING_CHECK: "waiting for the opening count of the pack",
+    SHUFFLE: "waiting for the shuffle",
+    CUT: "waiting for the cut",
+    CUT_CARD: "waiting for the cut card to be placed",
+    LOAD: "waiting for the stack to be loaded",
+    BURN: "burning cards",
+    READY: "bets are open",
+    ROUND: "a round is being dealt",
+    LAST_ROUND: "the last round of the shoe is being dealt",
+    RETURN_DISCARDS: "waiting for the round's cards to go back into the shuffler",
+    SHOE_COMPLETE: "the shoe is finished",
+    CLOSING_CHECK: "the pack has been counted for closing",
+    SUSPENDED: "players left; the cards are withdrawn",
+    DEVICE_FAULT: "a device fault is open",
+}
+
+# Events that are "play" for the purpose of DEVICE_FAULT (rounds, cards, shoe preparation).
+PLAY_EVENTS = frozenset({
+    "card", "cut_card", "bets_closed", "action", "stub_count", "shoe_loaded",
+    "discards_returned", "shuffle", "cut", "cut_card_placed",
+})
+
+
+class _Reject(Exception):
+    """An event the graph allows in this state but whose content makes it invalid here."""
+
+
+@dataclass(frozen=True, slots=True)
+class Accounting:
+    """Where every card of the pack is, as far as the engine can know (for display and logs)."""
+
+    pack: int
+    in_shoe: int
+    dealt: int
+    burned: int
+    behind_cut_card: int | None
+    cut_card_out: bool
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "pack": self.pack, "in_shoe": self.in_shoe, "dealt": self.dealt,
+            "burned": self.burned, "behind_cut_card": self.behind_cut_card,
+            "cut_card_out": self.cut_card_out,
+        }
+
+
+class _Procedure:
+    """The model object the ``transitions`` machine drives (keeps triggers off the engine)."""
+
+    state: str
+
+    def __init__(self, engine: TableEngine) -> None:
+        self.engine = engine
+
+
+class TableEngine:
+    """The procedure of one table for one table day. Feed it events with :meth:`handle`."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.states = _states_for(profile)
+        self.graph: dict[tuple[str, str], tuple[str | None, ...]] = {}
+        self._target: str | None = None
+        self._model = _Procedure(self)
+        self.machine = Machine(
+            model=self._model,
+            states=list(self.states),
+            initial=CLOSED,
+            auto_transitions=False,
+            ignore_invalid_triggers=False,
+        )
+        for trigger, sources, dests in _graph_for(profile, self.states):
+            for source in sources:
+                for dest in dests:
+                    self._add(trigger, source, dest)
+        self._reset_day()
+
+    # ------------------------------------------------------------------ graph building
+
+    def _add(self, trigger: str, source: str, dest: str | None) -> None:
+        key = (trigger, source)
+        if dest in self.graph.get(key, ()):
+            return
+        self.graph[key] = (*self.graph.get(key, ()), dest)
+        self.machine.add_transition(
+            trigger, source, dest if dest is not None else None,
+            conditions=[lambda d=dest: self._target == d],
+        )
+
+    def valid_events(self, state: str | None = None) -> list[str]:
+        state = state or self.state
+        return sorted({t for (t, s) in self.graph if s == state})
+
+    # ------------------------------------------------------------------ public view
+
+    @property
+    def state(self) -> str:
+        return self._model.state
+
+    @property
+    def open_faults(self) -> dict[tuple[str, str], str | None]:
+        return dict(self._faults)
+
+    def context(self) -> dict[str, Any]:
+        """What every audit record carries: table, shoe cycle, round and state."""
+        return {"table": self.table, "shoe": self.shoe, "round": self.round, "state": self.state}
+
+    def accounting(self) -> Accounting:
+        behind: int | None = None
+        if self.cut_card_out:
+            behind = self.in_shoe
+        elif self.declared_behind is not None:
+            behind = min(self.declared_behind, self.in_shoe)
+        return Accounting(self.pack_size, self.in_shoe, self.dealt, self.burned, behind,
+                          self.cut_card_out)
+
+    def prompt(self) -> Prompt:
+        return Prompt(self.state, self._prompt_text())
+
+    # ------------------------------------------------------------------ state
+
+    def _reset_day(self) -> None:
+        self.table: str | None = None
+        self.decks = self.profile.decks.max
+        self.sabot: str | None = None
+        self.open_date: dt.date | None = None
+        self.dealer: str | None = None
+        self.lots: tuple[DeckLot, ...] = ()
+        self.lots_used_before: set[str] = set()
+        self.checked_open = False
+        self.checked_since_shoe = False
+        self.shoe = 0
+        self.round = 0
+        self._faults: dict[tuple[str, str], str | None] = {}
+        self._resume: str | None = None
+        self._fault_flagged = False
+        self._end_shoe()
+        self.shuffled = False
+
+    def _finish_shoe(self) -> None:
+        """The last hand is over: the next shoe needs every step again; counts stay on view."""
+        self.shoe_active = False
+        self.shuffled = self.cut_done = self.cut_card_set = self.loaded = False
+        self.burn_pending = self.burn_just_finished = self.next_round_last = False
+        self.void_round = False
+
+    def _end_shoe(self) -> None:
+        """Forget everything about the current shoe (shoe finished, withdrawn or closed)."""
+        self.shoe_active = False
+        self.shuffled = False
+        self.cut_done = False
+        self.cut_card_set = False
+        self.loaded = False
+        self.pack_size = self.decks * 52
+        self.in_shoe = 0
+        self.dealt = 0
+        self.burned = 0
+        self.shoe_rounds = 0
+        self.seen: Counter[Card] = Counter()
+        self.out_since_return = 0
+        self.declared_behind: int | None = None
+        self.cut_card_out = False
+        self.next_round_last = False
+        self.after_last = False
+        self.void_round = False
+        self.burn_due: int | None = 0
+        self.burn_done = 0
+        self.burn_reason = ""
+        self.burn_pending = False
+        self.burn_just_finished = False
+        self.change_burn_pending = 0
+        self.referee = referee_for(self.profile, self._make)
+        self.round_cards = 0
+
+    # ------------------------------------------------------------------ entry point
+
+    def handle(self, event: Event) -> list[Output]:
+        """Apply one input event; return its outputs. Never raises for any event value."""
+        out: list[Output] = []
+        if self.state == DEVICE_FAULT and event.type not in ("device_fault", "device_ok"):
+            if event.type in PLAY_EVENTS and not self._fault_flagged:
+                self._fault_flagged = True
+                faults = [f"{d}:{c}" for (d, c) in self._faults]
+                out.append(self._make(
+                    "DEVICE_FAULT",
+                    f"{event.type} while a device fault is open ({', '.join(faults)})",
+                    faults=faults, event=event.type, resume_state=self._resume,
+                ))
+            assert self._resume is not None
+            self.machine.set_state(self._resume, model=self._model)
+            inner = self._dispatch(event)
+            self._resume = self.state
+            self.machine.set_state(DEVICE_FAULT, model=self._model)
+            for o in inner:
+                if isinstance(o, Transition):
+                    out.append(Transition(o.source, o.dest, o.trigger, under_fault=True))
+                elif not isinstance(o, Prompt):
+                    out.append(o)
+            return out
+        return out + self._dispatch(event)
+
+    def _dispatch(self, event: Event) -> list[Output]:
+        out: list[Output] = []
+        before = self.state
+        if (event.type, before) not in self.graph:
+            return [self._unexpected(event)]
+        handler: Callable[[Any, list[Output]], str | None] = getattr(self, "_on_" + event.type)
+        try:
+            target = handler(event, out)
+        except _Reject as why:
+            return [self._unexpected(event, str(why))]
+        if target == before and None in self.graph[(event.type, before)] and \
+                target not in self.graph[(event.type, before)]:
+            target = None
+        if target not in self.graph[(event.type, before)]:  # pragma: no cover - graph bug guard
+            out.append(self._unexpected(event, f"no transition to {target}"))
+            return out
+        self._target = target
+        try:
+            fired = self._model.trigger(event.type)
+        except MachineError as e:  # pragma: no cover - graph bug guard
+            out.append(self._unexpected(event, str(e)))
+            return out
+        if not fired:  # pragma: no cover - graph bug guard
+            out.append(self._unexpected(event, "no condition matched"))
+            return out
+        if target is not None:
+            out.append(Transition(before, self.state, event.type))
+            out.append(self.prompt())
+        return out
+
+    # ------------------------------------------------------------------ deviations
+
+    def _make(self, code: str, message: str, section: str | None = None,
+              **evidence: Any) -> Deviation:
+        spec = CATALOG[code]
+        section = spec.section if section is None else section
+        return Deviation(code, spec.severity, message, self.profile.rule(section), evidence)
+
+    def _unexpected(self, event: Event, why: str = "") -> Deviation:
+        expected = self.valid_events(self._resume if self.state == DEVICE_FAULT and
+                                     self._resume else self.state)
+        text = f"{event.type} is not valid while {STATE_DESCRIPTIONS[self.state]}"
+        if why:
+            text += f": {why}"
+        return self._make("UNEXPECTED_EVENT", text, event=event.type, state=self.state,
+                          expected=expected, **({"why": why} if why else {}))
+
+    # ------------------------------------------------------------------ skipped steps
+
+    def _begin_shoe(self, out: list[Output]) -> None:
+        """A new shoe cycle starts (first shuffle, or a later step standing in for it)."""
+        if self.shoe_active:
+            return
+        self._end_shoe()
+        self.shoe_active = True
+        self.shoe += 1
+        self.checked_since_shoe = False
+        if self.profile.deck_lifecycle.new_cards_every_shoe and self.lots:
+            reused = sorted(lot.id for lot in self.lots if lot.id in self.lots_used_before)
+            if reused:
+                out.append(self._make(
+                    "DECK_EXPIRED",
+                    f"lot(s) {', '.join(reused)} already used in an earlier sequence; every "
+                    f"sequence needs new cards",
+                    lots=reused, shoe=self.shoe,
+                ))
+            self.lots_used_before.update(lot.id for lot in self.lots)
+
+    def _catch_up(self, out: list[Output], through: str) -> None:
+        """Flag each mandatory step skipped before ``through`` (load, burn or play)."""
+        p = self.profile
+        if p.inspection.opening_check and not self.checked_open:
+            self.checked_open = True
+            out.append(self._make("CHECK_MISSING",
+                                  "cards in play without the opening count of the pack",
+                                  step="opening_check"))
+        self._begin_shoe(out)
+        if not self.shuffled:
+            self.shuffled = True
+            out.append(self._make("SHUFFLE_MISSING",
+                                  "cards loaded or dealt without a shuffle since the last "
+                                  "shoe", step=through))
+        if p.cut.required and not self.cut_done:
+            self.cut_done = True
+            out.append(self._make("CUT_MISSING", "the pack was not cut", step=through))
+        if p.has_cut_card and not self.cut_card_set:
+            self.cut_card_set = True
+            out.append(self._make("CUT_CARD_MISSING", "the cut card was not placed",
+                                  step=through))
+        if not self.loaded:
+            if p.card_source == "hand":
+                self.loaded = True
+                self.in_shoe = self.pack_size
+            else:
+                self._load(out, implied=True)
+        if through == "play" and self.burn_pending:
+            self._burn_short(out)
+
+    def _load(self, out: list[Output], implied: bool = False) -> None:
+        self.loaded = True
+        self.in_shoe = self.pack_size
+        if implied:
+            out.append(Note("load_implied", "stack taken as loaded (no shoe_loaded event)",
+                            {"cards": self.pack_size}))
+        self._start_burn(out, "shoe", self.profile.burn.mode)
+
+    def _start_burn(self, out: list[Output], reason: str, mode: str, count: int = 0) -> None:
+        if mode == "none" and not count:
+            self.burn_pending = False
+            return
+        self.burn_pending = True
+        self.burn_reason = reason
+        self.burn_done = 0
+        self.burn_due = 5 if mode == "five" else (None if mode == "by-value" else count)
+
+    def _burn_short(self, out: list[Output]) -> None:
+        due = self.burn_due
+        out.append(self._make(
+            "BURN_COUNT",
+            f"{self.burn_done} card(s) burned, "
+            + (f"{due} required" if due is not None else "the first card was never drawn")
+            + (" after the dealer change" if self.burn_reason == "dealer_change" else ""),
+            burned=self.burn_done, required=due, reason=self.burn_reason,
+            mode=self._burn_mode_name(),
+        ))
+        self.burn_pending = False
+
+    def _burn_mode_name(self) -> str:
+        return "dealer_change" if self.burn_reason == "dealer_change" else self.profile.burn.mode
+
+    # ------------------------------------------------------------------ deck checks
+
+    def _judge_lots(self, lots: Iterable[DeckLot], out: list[Output]) -> None:
+        rule = self.profile.deck_lifecycle
+        if self.open_date is None:
+            out.append(Note("lots_not_judged", "deck lots not judged: table_open has no time",
+                            {"lots": [lot.id for lot in lots]}))
+            return
+        for lot in lots:
+            age = (self.open_date - lot.first_use).days
+            if age < 0:
+                out.append(self._make(
+                    "DECK_EXPIRED",
+                    f"lot {lot.id}: first use {lot.first_use} is after the opening date "
+                    f"{self.open_date}; its age cannot be trusted",
+                    lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
+                    opened=str(self.open_date)))
+            elif lot.kind == "plastic":
+                days = age + 1 if rule.plastic_day_count == "calendar" else age
+                if days > rule.plastic_max_days:
+                    out.append(self._make(
+                        "DECK_EXPIRED",
+                        f"plastic lot {lot.id} first used {lot.first_use}: {days} days, more "
+                        f"than {rule.plastic_max_days}",
+                        lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
+                        opened=str(self.open_date), days=days,
+                        max_days=rule.plastic_max_days))
+            elif rule.paper_same_day_only and age > 0:
+                out.append(self._make(
+                    "DECK_EXPIRED",
+                    f"paper lot {lot.id} opened {lot.first_use} reused on {self.open_date}",
+                    lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
+                    opened=str(self.open_date)))
+
+    def _check_composition(self, event: DeckCheck, out: list[Output]) -> None:
+        expected = Counter(pack(self.decks))
+        got = Counter(event.cards)
+        missing = expected - got
+        extra = got - expected
+        if missing:
+            names = sorted(str(c) for c in missing.elements())
+            out.append(self._make(
+                "DECK_INCOMPLETE", f"{len(names)} card(s) missing: {', '.join(names)}",
+                missing=names, counted=len(event.cards) + len(event.foreign),
+                expected=self.decks * 52))
+        if extra:
+            names = sorted(str(c) for c in extra.elements())
+            out.append(self._make(
+                "DECK_EXTRA_CARD",
+                f"{len(names)} card(s) more than {self.decks} deck(s) hold: {', '.join(names)}",
+                extra=names, decks=self.decks))
+        if event.foreign:
+            out.append(self._make(
+                "DECK_FOREIGN_CARD",
+                f"{len(event.foreign)} card(s) not of the 52: {', '.join(event.foreign)}",
+                foreign=list(event.foreign)))
+
+    # ------------------------------------------------------------------ handlers
+    # Each returns the destination state (None: stay, internal) or raises _Reject.
+
+    def _on_table_open(self, e: TableOpen, out: list[Output]) -> str | None:
+        self._reset_day()
+        self.table = e.table
+        self.decks = e.decks
+        self.sabot = e.sabot
+        self.pack_size = e.decks * 52
+        self.open_date = e.time.date() if e.time else None
+        d = self.profile.decks
+        if not d.min <= e.decks <= d.max:
+            span = f"{d.min}" if d.min == d.max else f"{d.min}–{d.max}"
+            out.append(self._make("DECK_COUNT", f"{e.decks} deck(s); the game needs {span}",
+                                  decks=e.decks, min=d.min, max=d.max))
+        if e.deck_lots:
+            self.lots = e.deck_lots
+            self._judge_lots(e.deck_lots, out)
+        return OPENING_CHECK if self.profile.inspection.opening_check else SHUFFLE
+
+    def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> str | None:
+        self._check_composition(e, out)
+        if e.deck_lots is not None:
+            self.lots = e.deck_lots
+            self._judge_lots(e.deck_lots, out)
+        self.checked_since_shoe = True
+        if self.state == OPENING_CHECK:
+            self.checked_open = True
+            return SHUFFLE
+        if self.state == SHUFFLE:
+            self.checked_open = True
+            return None
+        self._end_shoe()
+        return CLOSING_CHECK if self.state != CLOSING_CHECK else None
+
+    def _on_shuffle(self, e: Shuffle, out: list[Output]) -> str | None:
+        if self.profile.inspection.opening_check and not self.checked_open:
+            self.checked_open = True
+            out.append(self._make("CHECK_MISSING", "shuffled without the opening count of the "
+                                  "pack", step="shuffle"))
+        if self.state in (READY, RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED):
+            self.shoe_active = False
+        self._begin_shoe(out)
+        self.shuffled = True
+        self.cut_done = False
+        self.cut_card_set = False
+        return CUT
+
+    def _on_cut(self, e: Cut, out: list[Output]) -> str | None:
+        size = self.decks * 52
+        if e.offset > size:
+            raise _Reject(f"offset {e.offset} is more than the {size} cards of the pack")
+        self._begin_shoe(out)
+        need = self.profile.cut.min_each_side
+        self.cut_done = True
+        if need and (e.offset < need or size - e.offset < need):
+            out.append(self._make(
+                "CUT_TOO_SHALLOW",
+                f"cut at {e.offset} of {size}: {e.offset} and {size - e.offset} cards each "
+                f"side, at least {need} required",
+                offset=e.offset, pack=size, top=e.offset, bottom=size - e.offset,
+                min_each_side=need))
+        if self.profile.card_source == "hand":
+            self.loaded = True
+            self.in_shoe = size
+            return READY
+        return CUT_CARD if self.profile.has_cut_card else LOAD
+
+    def _cut_card_window_check(self, position: int, how: str, out: list[Output]) -> None:
+        window = self.profile.cut_card.window()
+        assert window is not None
+        lo, hi = window
+        if not lo <= position <= hi:
+            want = f"{lo}" if lo == hi else f"{lo}–{hi}"
+            out.append(self._make(
+                "CUT_CARD_POSITION",
+                f"cut card {how} with {position} card(s) behind it; the rule is {want}",
+                position=position, measured=how == "came out", window=[lo, hi]))
+
+    def _on_cut_card_placed(self, e: CutCardPlaced, out: list[Output]) -> str | None:
+        if not self.profile.has_cut_card:
+            out.append(self._make("CUT_CARD_UNEXPECTED",
+                                  "a cut card was placed; this game uses none",
+                                  event="cut_card_placed"))
+            return None
+        if self.state != CUT_CARD:
+            self._begin_shoe(out)
+            if self.profile.cut.required and not self.cut_done:
+                self.cut_done = True
+                out.append(self._make("CUT_MISSING", "the cut card was placed without a cut",
+                                      step="cut_card_placed"))
+        self.cut_card_set = True
+        self.declared_behind = e.behind
+        if e.behind is not None:
+            self._cut_card_window_check(e.behind, "placed", out)
+        return LOAD
+
+    def _on_shoe_loaded(self, e: ShoeLoaded, out: list[Output]) -> str | None:
+        self.loaded = False
+        self._catch_up_before_load(out)
+        self._load(out)
+        return BURN if self.burn_pending else READY
+
+    def _catch_up_before_load(self, out: list[Output]) -> None:
+        p = self.profile
+        if p.inspection.opening_check and not self.checked_open:
+            self.checked_open = True
+            out.append(self._make("CHECK_MISSING", "stack loaded without the opening count",
+                                  step="shoe_loaded"))
+        self._begin_shoe(out)
+        if not self.shuffled:
+            self.shuffled = True
+            out.append(self._make("SHUFFLE_MISSING", "cards loaded without a shuffle since the "
+                                  "last shoe", step="shoe_loaded"))
+        if p.cut.required and not self.cut_done:
+            self.cut_done = True
+            out.append(self._make("CUT_MISSING", "stack loaded without a cut",
+                                  step="shoe_loaded"))
+        if p.has_cut_card and not self.cut_card_set:
+            self.cut_card_set = True
+            out.append(self._make("CUT_CARD_MISSING", "stack loaded without the cut card",
+                                  step="shoe_loaded"))
+
+    def _count_card(self, card: Card, out: list[Output]) -> None:
+        """Every card that left the shoe: accounting and the duplicate check."""
+        self.seen[card] += 1
+        self.out_since_return += 1
+        if self.in_shoe > 0:
+            self.in_shoe -= 1
+        if self.seen[card] > self.decks:
+            scope = ("since the discards last went back" if self.profile.shuffler_mode
+                     else "in this shoe")
+            out.append(self._make(
+                "CARD_DUPLICATE",
+                f"{card} seen {self.seen[card]} times {scope}; {self.decks} deck(s) hold "
+                f"{self.decks}: a foreign card is in play",
+                card=str(card), seen=self.seen[card], decks=self.decks))
+
+    def _on_card(self, e: CardDrawn, out: list[Output]) -> str | None:
+        state = self.state
+        self._count_card(e.card, out)
+        if state == BURN:
+            self.burned += 1
+            self.burn_done += 1
+            if self.burn_due is None:
+                self.burn_due = burn_value(e.card, self.profile.burn.ten_value)
+                out.append(Note("burn_by_value", f"{e.card} drawn: burn {self.burn_due} "
+                                "card(s), this one included",
+                                {"card": str(e.card), "burn": self.burn_due}))
+            if self.burn_done >= self.burn_due:
+                self.burn_pending = False
+                self.burn_just_finished = True
+                return READY
+            return None
+        if state == LAST_ROUND and self.void_round:
+            self.dealt += 1
+            out.append(self._make(
+                "PLAY_AFTER_LAST_HAND", f"{e.card} dealt after the end card showed: no further "
+                "round may be played", card=str(e.card), round=self.round))
+            return None
+        if state in (ROUND, LAST_ROUND):
+            self.dealt += 1
+            self.round_cards += 1
+            out.extend(self.referee.card(e.card, e.exposed))
+            return None
+        if state == READY and self.burn_just_finished:
+            self.burned += 1
+            out.append(self._make(
+                "BURN_COUNT", f"{e.card} burned after the burn was complete: "
+                f"{self.burn_done + 1} burned, {self.burn_due} required",
+                burned=self.burn_done + 1, required=self.burn_due, card=str(e.card),
+                reason=self.burn_reason, mode=self._burn_mode_name()))
+            self.burn_done += 1
+            return None
+        if state == SHOE_COMPLETE:
+            self.dealt += 1
+            out.append(self._make(
+                "PLAY_AFTER_LAST_HAND", f"{e.card} drawn after the last hand, before a "
+                "reshuffle", card=str(e.card)))
+            return None
+        self.dealt += 1
+        out.append(self._make(
+            "CARD_BEFORE_BETS_CLOSED", f"{e.card} drawn before bets were closed",
+            card=str(e.card), state=state))
+        return None
+
+    def _on_cut_card(self, e: CutCardSeen, out: list[Output]) -> str | None:
+        if not self.profile.has_cut_card:
+            out.append(self._make("CUT_CARD_UNEXPECTED",
+                                  "the reader saw a cut card; this game uses none",
+                                  event="cut_card"))
+            return None
+        if self.cut_card_out:
+            raise _Reject("the cut card already came out in this shoe")
+        self.cut_card_out = True
+        self._cut_card_window_check(self.in_shoe, "came out", out)
+        no_round = self.profile.cut_card.first_card_of_round == "no-round"
+        if self.state == ROUND:
+            if self.round_cards == 0 and no_round:
+                self.void_round = True
+                out.append(Note("last_hand", "cut card before the first card: no further "
+                                "round; this round is not dealt", {"round": self.round}))
+                return LAST_ROUND
+            out.append(Note("last_hand", f"cut card out: round {self.round} is the last "
+                            "hand of the shoe", {"round": self.round}))
+            return LAST_ROUND
+        if no_round:
+            out.append(Note("last_hand", "cut card out: no further round in this shoe", {}))
+            self._finish_shoe()
+            return SHOE_COMPLETE
+        self.next_round_last = True
+        out.append(Note("last_hand", "cut card out: the next round is the last hand", {}))
+        return None
+
+    def _on_bets_closed(self, e: BetsClosed, out: list[Output]) -> str | None:
+        state = self.state
+        self.burn_just_finished = False
+        if state == BURN:
+            self._burn_short(out)
+        elif state == RETURN_DISCARDS:
+            out.append(self._make(
+                "DISCARDS_NOT_RETURNED",
+                f"round started before the {self.out_since_return} card(s) of the last round "
+                "went back into the shuffler", outstanding=self.out_since_return,
+                returned=None))
+        elif state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
+            out.append(self._make(
+                "PLAY_AFTER_LAST_HAND",
+                "a new round after the last hand of the shoe, before a reshuffle",
+                shoe=self.shoe, rounds_in_shoe=self.shoe_rounds))
+            self.after_last = True
+        else:
+            self._catch_up(out, "play")
+        self.round += 1
+        self.shoe_rounds += 1
+        self.round_cards = 0
+        out.extend(self.referee.begin(self.round, e))
+        if self.next_round_last:
+            self.next_round_last = False
+            return LAST_ROUND
+        return ROUND
+
+    def _on_action(self, e: Action, out: list[Output]) -> str | None:
+        out.extend(self.referee.action(e.action))
+        return None
+
+    def _on_stub_count(self, e: StubCount, out: list[Output]) -> str | None:
+        out.extend(self.referee.stub_count(e.count))
+        return None
+
+    def _on_round_end(self, e: RoundEnd, out: list[Output]) -> str | None:
+        out.extend(self.referee.end())
+        if self.state == LAST_ROUND or self.after_last or self.profile.shuffle.every_round:
+            self.after_last = False
+            self._finish_shoe()
+            return SHOE_COMPLETE
+        if self.profile.shuffler_mode and self.profile.shuffler.discards_every_round:
+            return RETURN_DISCARDS
+        if self.change_burn_pending:
+            self._start_burn(out, "dealer_change", "count", self.change_burn_pending)
+            self.change_burn_pending = 0
+            return BURN
+        return READY
+
+    def _on_discards_returned(self, e: DiscardsReturned, out: list[Output]) -> str | None:
+        expected = self.out_since_return
+        if e.count != expected:
+            out.append(self._make(
+                "DISCARDS_NOT_RETURNED",
+                f"{e.count} card(s) went back into the shuffler; {expected} were out",
+                returned=e.count, outstanding=expected))
+        self.out_since_return = 0
+        self.seen.clear()
+        self.in_shoe = self.pack_size
+        if self.change_burn_pending:
+            self._start_burn(out, "dealer_change", "count", self.change_burn_pending)
+            self.change_burn_pending = 0
+            return BURN
+        return READY if self.state != READY else None
+
+    def _on_dealer_change(self, e: DealerChange, out: list[Output]) -> str | None:
+        previous, self.dealer = self.dealer, e.dealer
+        n = self.profile.burn.on_dealer_change
+        out.append(Note("dealer_change", f"dealer {e.dealer} takes over",
+                        {"dealer": e.dealer, "previous": previous, "burn": n}))
+        if not n or not self.loaded:
+            return None  # before the shoe is loaded the start-of-shoe burn covers it
+        if self.state == READY:
+            self.burn_just_finished = False
+            self._start_burn(out, "dealer_change", "count", n)
+            return BURN
+        if self.state == BURN and self.burn_due is not None:
+            self.burn_due += n
+            return None
+        self.change_burn_pending = n
+        return None
+
+    def _on_players_left(self, e: PlayersLeft, out: list[Output]) -> str | None:
+        out.append(Note("players_left", "no players: cards withdrawn and stacked",
+                        {"shoe": self.shoe, "rounds_in_shoe": self.shoe_rounds}))
+        self._end_shoe()
+        return SUSPENDED
+
+    def _on_card_replaced(self, e: CardReplaced, out: list[Output]) -> str | None:
+        out.append(Note("card_replaced", f"damaged {e.card} replaced from a new deck",
+                        {"card": str(e.card)}))
+        return None
+
+    def _on_device_fault(self, e: DeviceFault, out: list[Output]) -> str | None:
+        key = (e.device, e.code)
+        self._faults[key] = e.detail
+        out.append(Note("device_fault", f"{e.device}: {e.code}" + (f" ({e.detail})"
+                        if e.detail else ""), {"device": e.device, "code": e.code}))
+        if self.state == DEVICE_FAULT:
+            return None
+        self._resume = self.state
+        self._fault_flagged = False
+        return DEVICE_FAULT
+
+    def _on_device_ok(self, e: DeviceOk, out: list[Output]) -> str | None:
+        key = (e.device, e.code)
+        if key not in self._faults:
+            raise _Reject(f"no open fault {e.device}:{e.code}")
+        del self._faults[key]
+        out.append(Note("device_ok", f"{e.device}: {e.code} cleared",
+                        {"device": e.device, "code": e.code}))
+        if self._faults:
+            return None
+        resume, self._resume = self._resume, None
+        return resume
+
+    def _on_table_close(self, e: TableClose, out: list[Output]) -> str | None:
+        if self.profile.inspection.closing_check and not self.checked_since_shoe:
+            out.append(self._make("CHECK_MISSING", "table closed without counting the pack "
+                                  "after the last shoe", step="table_close"))
+        self._end_shoe()
+        return CLOSED
+
+    # ------------------------------------------------------------------ prompts
+
+    def _prompt_text(self) -> str:
+        p = self.profile
+        s = self.state
+        if s == CLOSED:
+            return "Table closed. Open the table to start."
+        if s == OPENING_CHECK:
+            return f"Count and verify the {self.decks} deck(s) before play."
+        if s == SHUFFLE:
+            return "Shuffle the cards in view of a player."
+        if s == CUT:
+            need = p.cut.min_each_side
+            return ("Offer the cut" + (f": at least {need} cards each side." if need > 1
+                                       else ": anywhere."))
+        if s == CUT_CARD:
+            lo, hi = p.cut_card.window() or (0, 0)
+            span = f"{lo}" if lo == hi else f"{lo}–{hi}"
+            return f"Place the cut card with {span} cards behind it."
+        if s == LOAD:
+            return ("Load the stack into the shuffler." if p.shuffler_mode
+                    else "Load the stack into the shoe as it is.")
+        if s == BURN:
+            if self.burn_reason == "dealer_change":
+                return f"Dealer change: burn {self.burn_due} card(s)."
+            if self.burn_due is None:
+                return "Burn by value: draw one card and burn as many as its value."
+            return f"Burn {self.burn_due} card(s) unseen."
+        if s == READY:
+            return "Bets open." + (" Next round is the LAST HAND." if self.next_round_last
+                                   else " Close bets before dealing.")
+        if s == ROUND:
+            return f"Deal round {self.round}."
+        if s == LAST_ROUND:
+            return f"Last hand: finish round {self.round}, then reshuffle."
+        if s == RETURN_DISCARDS:
+            return f"Return the round's {self.out_since_return} card(s) to the shuffler."
+        if s == SHOE_COMPLETE:
+            return ("Shuffle and cut for the next round." if p.shuffle.every_round
+                    else "Shoe complete: reshuffle, or count the cards to close.")
+        if s == CLOSING_CHECK:
+            return "Pack counted: close the table, or shuffle to play on."
+        if s == SUSPENDED:
+            return "Cards withdrawn. When a player arrives, restart at the shuffle."
+        faults = ", ".join(f"{d}:{c}" for (d, c) in self._faults)
+        return f"DEVICE FAULT ({faults}): stop play until it is cleared."
+
+
+# ---------------------------------------------------------------------- the graph
+
+
+def _states_for(p: Profile) -> tuple[str, ...]:
+    skip: set[str] = set()
+    if p.card_source == "hand":
+        skip |= {LOAD, BURN}
+    if not p.has_cut_card:
+        skip |= {CUT_CARD, LAST_ROUND}
+    if not (p.shuffler_mode and p.shuffler.discards_every_round):
+        skip.add(RETURN_DISCARDS)
+    if not p.has_cut_card and not p.shuffle.every_round:
+        skip.add(SHOE_COMPLETE)
+    if p.burn.mode == "none" and not p.burn.on_dealer_change:
+        skip.add(BURN)
+    if not p.inspection.opening_check:
+        skip.add(OPENING_CHECK)
+    return tuple(s for s in ALL_STATES if s not in skip)
+
+
+def _graph_for(p: Profile, states: tuple[str, ...]) -> list[tuple[str, list[str], list[Any]]]:
+    """Every (trigger, sources, destinations) the profile's table may take."""
+
+    def only(*names: str) -> list[str]:
+        return [s for s in names if s in states]
+
+    open_states = [s for s in states if s not in (CLOSED, DEVICE_FAULT)]
+    pre_play = only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD)
+    between = only(READY, RETURN_DISCARDS)
+    after_cut = only(CUT_CARD) if p.has_cut_card else (
+        only(LOAD) if p.card_source != "hand" else only(READY))
+    loaded_dest = only(BURN, READY)
+    if p.shuffle.every_round:
+        round_end_dest = only(SHOE_COMPLETE)
+    else:
+        round_end_dest = only(READY, RETURN_DISCARDS, *([SHOE_COMPLETE] * p.has_cut_card))
+        if p.burn.on_dealer_change:
+            round_end_dest += only(BURN)
+    g: list[tuple[str, list[str], list[Any]]] = [
+        ("table_open", [CLOSED], only(OPENING_CHECK) or only(SHUFFLE)),
+        ("deck_check", only(OPENING_CHECK), only(SHUFFLE)),
+        ("deck_check", only(SHUFFLE), [None]),
+        ("deck_check", only(SHOE_COMPLETE, SUSPENDED, READY, RETURN_DISCARDS, BURN),
+         only(CLOSING_CHECK)),
+        ("deck_check", only(CLOSING_CHECK), [None]),
+        ("shuffle", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, SHOE_COMPLETE,
+                         CLOSING_CHECK, SUSPENDED, *between), only(CUT)),
+        ("cut", only(CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK),
+         after_cut),
+        ("bets_closed", only(READY, BURN, RETURN_DISCARDS, SHOE_COMPLETE, SUSPENDED,
+                             CLOSING_CHECK, *pre_play), only(ROUND, LAST_ROUND)),
+        ("card", only(BURN), [None, *only(READY)]),
+        ("card", only(ROUND, LAST_ROUND, READY, RETURN_DISCARDS, SHOE_COMPLETE), [None]),
+        ("action", only(ROUND, LAST_ROUND), [None]),
+        ("stub_count", only(ROUND, LAST_ROUND), [None]),
+        ("round_end", only(ROUND), round_end_dest),
+        ("round_end", only(LAST_ROUND), only(SHOE_COMPLETE)),
+        ("dealer_change", open_states, [None]),
+        ("dealer_change", only(READY), only(BURN)),
+        ("players_left", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, BURN, READY,
+                              RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK), only(SUSPENDED)),
+        ("card_replaced", only(OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED,
+                               *(between if p.shuffler_mode else [])), [None]),
+        ("device_fault", [s for s in states if s != DEVICE_FAULT], [DEVICE_FAULT]),
+        ("device_fault", [DEVICE_FAULT], [None]),
+        ("device_ok", [DEVICE_FAULT], [None, *[s for s in states if s != DEVICE_FAULT]]),
+        ("table_close", [s for s in open_states if s not in (ROUND, LAST_ROUND)], [CLOSED]),
+    ]
+    if p.card_source != "hand":
+        g.append(("shoe_loaded", only(LOAD, CUT_CARD, CUT, OPENING_CHECK, SHUFFLE,
+                                      SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK), loaded_dest))
+    if p.has_cut_card:
+        g.append(("cut_card_placed", only(CUT_CARD, CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE,
+                                          SUSPENDED, CLOSING_CHECK), only(LOAD)))
+        no_round = p.cut_card.first_card_of_round == "no-round"
+        g.append(("cut_card", only(ROUND), only(LAST_ROUND)))
+        g.append(("cut_card", only(READY, BURN), [None] if not no_round else only(SHOE_COMPLETE)))
+    else:
+        # A cut card in a game without one is flagged, not refused: CUT_CARD_UNEXPECTED.
+        g.append(("cut_card_placed", open_states, [None]))
+        g.append(("cut_card", open_states, [None]))
+    if p.shuffler_mode and p.shuffler.discards_every_round:
+        g.append(("discards_returned", only(RETURN_DISCARDS), only(READY, BURN)))
+        g.append(("discards_returned", only(READY), [None]))
+    return g
+
+
+def mermaid_chart(engine: TableEngine) -> str:
+    """The machine as a Mermaid ``stateDiagram-v2``, read from the machine's own transitions.
+
+    Fault edges (every state to ``device_fault`` and back to the interrupted state)
+    are summarised in a note instead of drawn 2 × N times.
+    """
+    lines = ["stateDiagram-v2", f"    %% profile {engine.profile.name}: generated from the "
+             "running machine", f"    [*] --> {CLOSED}"]
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, event in engine.machine.events.items():
+        for source, transitions in event.transitions.items():
+            for t in transitions:
+                if t.dest is None or DEVICE_FAULT in (source, t.dest):
+                    continue
+                names = edges.setdefault((source, t.dest), [])
+                if name not in names:
+                    names.append(name)
+    for (source, dest), names in edges.items():
+        lines.append(f"    {source} --> {dest}: {', '.join(names)}")
+    fault_in = sorted({s for (t, s), d in engine.graph.items()
+                       if t == "device_fault" and DEVICE_FAULT in d and s != DEVICE_FAULT})
+    lines.append(f"    {CLOSED} --> [*]")
+    lines.append(f"    note right of {DEVICE_FAULT}: entered on device_fault from "
+                 f"{len(fault_in)} states; device_ok returns to the interrupted state")
+    return "\n".join(lines) + "\n"

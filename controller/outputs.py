@@ -1,0 +1,55 @@
+"""What the engine answers: state changes, dealer prompts, notes, and deviations.
+
+Every output is a frozen value with ``to_record()`` (the dict the audit log
+stores), so a replay can compare outputs record by record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.deviations import Deviation
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """The procedure moved from ``source`` to ``dest`` on ``trigger`` (an event type)."""
+
+    source: str
+    dest: str
+    trigger: str
+    under_fault: bool = False
+
+    def to_record(self) -> dict[str, Any]:
+        out = {"type": "transition", "from": self.source, "to": self.dest, "on": self.trigger}
+        if self.under_fault:
+            out["under_fault"] = True
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """The next step, as the dealer console shows it."""
+
+    state: str
+    text: str
+
+    def to_record(self) -> dict[str, Any]:
+        return {"type": "prompt", "state": self.state, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A fact worth recording that breaks no rule (last hand, a round's cards, a fault)."""
+
+    kind: str
+    text: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_record(self) -> dict[str, Any]:
+        return {"type": "note", "kind": self.kind, "text": self.text, "data": dict(self.data)}
+
+
+Output = Transition | Prompt | Note | Deviation

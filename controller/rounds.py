@@ -1,0 +1,86 @@
+"""The round referee: the seam where game-specific dealing rules plug into the engine.
+
+The procedure engine decides *when* cards may leave the shoe; a referee decides
+*where each card goes* inside a round (baccarat tableau, blackjack hands, stud
+poker counts). The engine calls the referee between ``bets_closed`` and
+``round_end``; the referee returns outputs (notes, deviations) and never
+changes the procedure state. Referees are pure, like the engine.
+
+:class:`CardLedger` is the base referee: it records every card of a round in
+dealing order and writes them out at ``round_end`` so a round can be laid out
+again in a dispute (002 §2 3.6). Game referees extend it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from controller.cards import Card
+from controller.deviations import Deviation
+from controller.events import BetsClosed
+from controller.outputs import Note, Output
+from controller.profiles import Profile
+
+DeviationFactory = Callable[..., Deviation]
+"""``make(code, message, section=None, **evidence) -> Deviation``, bound to the table's profile."""
+
+
+@dataclass(frozen=True, slots=True)
+class DealtCard:
+    card: str
+    to: str  # "round" for the base ledger; hand names in game referees
+    why: str  # "deal", "exposed", "burn", ...
+
+
+class CardLedger:
+    """Records the cards of one round in order; knows nothing of the game's hands."""
+
+    def __init__(self, profile: Profile, make: DeviationFactory) -> None:
+        self.profile = profile
+        self.make = make
+        self.round_no = 0
+        self.cards: list[DealtCard] = []
+        self.bets: BetsClosed | None = None
+
+    def begin(self, round_no: int, bets: BetsClosed) -> list[Output]:
+        self.round_no = round_no
+        self.bets = bets
+        self.cards = []
+        return []
+
+    def card(self, card: Card, exposed: bool) -> list[Output]:
+        self.cards.append(DealtCard(str(card), "round", "exposed" if exposed else "deal"))
+        return []
+
+    def action(self, action: str) -> list[Output]:
+        return []
+
+    def stub_count(self, count: int) -> list[Output]:
+        return []
+
+    def end(self) -> list[Output]:
+        data: dict[str, Any] = {
+            "round": self.round_no,
+            "cards": [{"card": c.card, "to": c.to, "why": c.why} for c in self.cards],
+        }
+        if self.bets is not None:
+            if self.bets.boxes is not None:
+                data["boxes"] = list(self.bets.boxes)
+            if self.bets.players is not None:
+                data["players"] = self.bets.players
+        return [Note("round", f"round {self.round_no}: {len(self.cards)} cards", data)]
+
+
+RefereeFactory = Callable[[Profile, DeviationFactory], CardLedger]
+
+_REFEREES: dict[str, RefereeFactory] = {}
+
+
+def register_referee(game: str, factory: RefereeFactory) -> None:
+    _REFEREES[game] = factory
+
+
+def referee_for(profile: Profile, make: DeviationFactory) -> CardLedger:
+    return _REFEREES.get(profile.game, CardLedger)(profile, make)

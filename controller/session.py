@@ -1,0 +1,101 @@
+"""A table session: the engine, its audit log, and the running tally a summary needs.
+
+The session is the one place where inputs meet the log. It writes each input
+event *before* handing it to the engine (write-ahead: with the default
+durability policy the input is fsynced before any effect can be shown), then
+writes every output the engine returned. ``shoewarden check`` and, later,
+``shoewarden run`` and ``bench`` all go through :meth:`TableSession.feed`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller import __version__
+from controller.audit import AuditLog
+from controller.deviations import Deviation, Severity
+from controller.engine import TableEngine
+from controller.events import CardDrawn, Event
+from controller.outputs import Note, Output
+from controller.profiles import Profile
+
+SOFTWARE = {"name": "shoewarden", "version": __version__}
+
+
+@dataclass
+class Tally:
+    """Counts for the end-of-run summary."""
+
+    events: int = 0
+    cards: int = 0
+    rounds: int = 0
+    shoes: int = 0
+    deviations: Counter[str] = field(default_factory=Counter)
+    severities: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def worst(self) -> Severity | None:
+        for sev in (Severity.CRITICAL, Severity.WARNING, Severity.INFO):
+            if self.severities[sev]:
+                return sev
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "events": self.events, "shoes": self.shoes, "rounds": self.rounds,
+            "cards": self.cards, "deviations": dict(sorted(self.deviations.items())),
+            "by_severity": {str(k): v for k, v in sorted(self.severities.items())},
+        }
+
+
+class TableSession:
+    """Feeds input events to one table's engine, logging every input ahead of its effects."""
+
+    def __init__(self, profile: Profile, audit: AuditLog | None = None,
+                 settings: dict[str, Any] | None = None) -> None:
+        self.profile = profile
+        self.engine = TableEngine(profile)
+        self.audit = audit
+        self.settings = dict(settings or {})
+        self.tally = Tally()
+        self._header_written = False
+
+    def start(self, table: str | None = None) -> None:
+        """Write the header: software, table, and the profile with every setting in force."""
+        if self.audit is not None and not self._header_written:
+            self.audit.header(software=SOFTWARE, table=table, profile=self.profile.to_dict(),
+                              settings=self.settings)
+        self._header_written = True
+
+    def feed(self, event: Event, line: int | None = None) -> list[Output]:
+        if not self._header_written:
+            self.start(getattr(event, "table", None))
+        if self.audit is not None:
+            self.audit.input(event.to_record(), line=line, context=self.engine.context())
+        shoe_before = self.engine.shoe
+        outputs = self.engine.handle(event)
+        if self.audit is not None:
+            context = self.engine.context()
+            for output in outputs:
+                self.audit.output(output.to_record(), context=context)
+        self._count(event, outputs, shoe_before)
+        return outputs
+
+    def _count(self, event: Event, outputs: list[Output], shoe_before: int) -> None:
+        t = self.tally
+        t.events += 1
+        if isinstance(event, CardDrawn):
+            t.cards += 1
+        t.shoes += self.engine.shoe - shoe_before
+        for o in outputs:
+            if isinstance(o, Deviation):
+                t.deviations[o.code] += 1
+                t.severities[o.severity] += 1
+            elif isinstance(o, Note) and o.kind == "round":
+                t.rounds += 1
+
+    def close(self) -> None:
+        if self.audit is not None:
+            self.audit.close()
