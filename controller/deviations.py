@@ -61,7 +61,7 @@ _SPECS = [
                   "a cut card in a profile that has none"),
     DeviationSpec("BURN_COUNT", Severity.WARNING, "burn",
                   "too few or too many cards burned (five, by value, dealer change)"),
-    DeviationSpec("CARD_BEFORE_BETS_CLOSED", Severity.CRITICAL, "",
+    DeviationSpec("CARD_BEFORE_BETS_CLOSED", Severity.CRITICAL, "dealing",
                   "a card drawn (other than a burn) before bets_closed"),
     DeviationSpec("PLAY_AFTER_LAST_HAND", Severity.CRITICAL, "cut_card",
                   "a round started (or a card drawn) after the last hand, before a reshuffle"),

@@ -652,6 +652,8 @@ class TableEngine:
                 "reshuffle", card=str(e.card)))
             return None
         self.dealt += 1
+        if not self.profile.dealing.bets_close_before_cards:
+            return None
         out.append(self._make(
             "CARD_BEFORE_BETS_CLOSED", f"{e.card} drawn before bets were closed",
             card=str(e.card), state=state))

@@ -129,6 +129,15 @@ class ShufflerRule(Section):
 
 
 @dataclass(frozen=True)
+class DealingRule(Section):
+    """How rounds are dealt. The game referees (baccarat tableau, blackjack hands, stud
+    counts) add their settings here."""
+
+    bets_close_before_cards: bool = _flag(
+        "no card but a burn leaves the shoe before bets are closed")
+
+
+@dataclass(frozen=True)
 class Profile:
     """One procedure profile (PROCEDURES.md §1)."""
 
@@ -146,6 +155,7 @@ class Profile:
     burn: BurnRule
     exposed_card: ExposedCardRule
     shuffler: ShufflerRule
+    dealing: DealingRule
     path: str = field(default="", compare=False, repr=False)
 
     @property

@@ -85,7 +85,10 @@ def verify_file(path: str | os.PathLike[str]) -> VerifyResult:
                 try:
                     yield raw.decode("utf-8"), None
                 except UnicodeDecodeError as exc:
-                    yield None, f"line is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                    if not raw.endswith(b"\n"):  # cut inside a character: report it as torn
+                        yield raw.decode("utf-8", "replace"), None
+                    else:
+                        yield None, f"line is not valid UTF-8 ({exc.reason} at byte {exc.start})"
 
         return _verify(decoded(), os.fspath(path), 1, GENESIS)
 

@@ -1,0 +1,234 @@
+"""A simulated dealer that follows a profile's procedure, as a stream of input events.
+
+It plays a whole table day by the book — open, count, shuffle, cut, cut card,
+load, burn, rounds until the cut card, last hand, reshuffle, closing count,
+close — and emits the input events a card-reading shoe and the dealer console
+would produce. The bench drives simulated devices with it; the tests use its
+streams as "a correct procedure" and mutate them to make each mistake.
+
+Every event is tagged with its ``phase`` (a test-only key the engine ignores is
+*not* added to the event; tags live beside it in :class:`Step`), so a test can
+find "the first shuffle" or "the third burn card" and change just that.
+
+How many cards a round takes is a per-game hook (:meth:`TableDay.round_cards`);
+the dealing-rule referees of the next issue replace the simple counts here with
+hands dealt by the game's rules.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.cards import Card, burn_value, pack
+from controller.profiles import Profile
+
+
+@dataclass(frozen=True)
+class Step:
+    """One input event and the procedure phase it belongs to (for tests and the bench)."""
+
+    phase: str
+    event: dict[str, Any]
+    shoe: int = 0
+    round: int = 0
+
+
+@dataclass
+class DayPlan:
+    """What kind of day to play. Defaults give a short but complete day."""
+
+    shoes: int = 2
+    rounds_per_block: int = 20  # shuffler and stud profiles: rounds per "shoe" block
+    decks: int | None = None  # default: the profile's maximum
+    table: str = "T1"
+    start: dt.datetime = field(
+        default_factory=lambda: dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC))
+    dealer_changes: bool = True  # change dealer mid-shoe where the profile burns for it
+
+
+class TableDay:
+    """Generates a correct table day for ``profile`` with a seeded shuffle."""
+
+    def __init__(self, profile: Profile, seed: int = 0, plan: DayPlan | None = None) -> None:
+        self.profile = profile
+        self.rng = random.Random(seed)
+        self.plan = plan or DayPlan()
+        self.decks = self.plan.decks or profile.decks.max
+        self._clock = self.plan.start
+        self.stack: list[Card] = []
+        self.shoe = 0
+        self.round = 0
+
+    # ------------------------------------------------------------------ helpers
+
+    def _t(self) -> str:
+        self._clock += dt.timedelta(seconds=self.rng.randint(2, 9))
+        return self._clock.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _step(self, phase: str, event: dict[str, Any]) -> Step:
+        event = {**event, "t": self._t()}
+        return Step(phase, event, self.shoe, self.round)
+
+    def _pack_cards(self) -> list[str]:
+        cards = [str(c) for c in pack(self.decks)]
+        self.rng.shuffle(cards)
+        return cards
+
+    def round_cards(self, remaining: int) -> int:
+        """Cards one round takes (at most ``remaining``)."""
+        game = self.profile.game
+        if game == "stud-poker":
+            return min(remaining, 5 * (self.players + 1))
+        if game == "blackjack":
+            boxes = len(self.boxes)
+            n = 2 * boxes + 1 + self.rng.randint(1, boxes + 3)
+        else:
+            n = self.rng.choice((4, 4, 5, 5, 6))
+        return min(n, remaining)
+
+    # ------------------------------------------------------------------ the day
+
+    def steps(self) -> Iterator[Step]:
+        p = self.profile
+        lots = [{"id": "LOT-A", "kind": "plastic",
+                 "first_use": (self.plan.start.date() - dt.timedelta(days=3)).isoformat()}]
+        yield self._step("table_open", {"type": "table_open", "table": self.plan.table,
+                                        "decks": self.decks, "sabot": "S-07",
+                                        "deck_lots": lots})
+        yield self._step("opening_check", {"type": "deck_check",
+                                           "cards": self._pack_cards()})
+        for shoe in range(1, self.plan.shoes + 1):
+            if p.shuffle.every_round:
+                for _ in range(self.plan.rounds_per_block):
+                    self.shoe += 1
+                    yield from self._prepare(shoe_no=self.shoe, lots_serial=shoe)
+                    yield from self._round()
+            else:
+                self.shoe += 1
+                yield from self._prepare(shoe_no=self.shoe, lots_serial=shoe)
+                if p.shuffler_mode:
+                    yield from self._shuffler_block()
+                else:
+                    yield from self._shoe_rounds()
+        yield self._step("closing_check", {"type": "deck_check", "cards": self._pack_cards()})
+        yield self._step("table_close", {"type": "table_close"})
+
+    def _prepare(self, shoe_no: int, lots_serial: int) -> Iterator[Step]:
+        p = self.profile
+        if p.deck_lifecycle.new_cards_every_shoe and shoe_no > 1:
+            lot = {"id": f"LOT-{chr(ord('A') + lots_serial - 1)}", "kind": "paper",
+                   "first_use": self.plan.start.date().isoformat()}
+            yield self._step("new_pack_check", {"type": "deck_check",
+                                                "cards": self._pack_cards(), "deck_lots": [lot]})
+        self.stack = [Card(x[0], x[1]) for x in self._pack_cards()]
+        yield self._step("shuffle", {"type": "shuffle"})
+        size = len(self.stack)
+        need = max(1, p.cut.min_each_side)
+        offset = self.rng.randint(need, size - need)
+        self.stack = self.stack[offset:] + self.stack[:offset]
+        yield self._step("cut", {"type": "cut", "offset": offset})
+        self.behind: int | None = None
+        if p.has_cut_card:
+            lo, hi = p.cut_card.window()  # type: ignore[misc]
+            self.behind = self.rng.randint(lo, hi)
+            yield self._step("cut_card_placed", {"type": "cut_card_placed",
+                                                 "behind": self.behind})
+        self.pos = 0
+        self.cut_card_out = False
+        if p.card_source != "hand":
+            yield self._step("shoe_loaded", {"type": "shoe_loaded"})
+            yield from self._burn()
+        self.out = 0  # burned cards go back into a shuffler with the first round's (000 §10)
+
+    def _draw(self, phase: str) -> Iterator[Step]:
+        """Draw the next card, emitting the cut card first when it is next in the shoe."""
+        remaining = len(self.stack) - self.pos
+        if self.behind is not None and not self.cut_card_out and remaining == self.behind:
+            self.cut_card_out = True
+            yield self._step("cut_card", {"type": "cut_card"})
+        card = self.stack[self.pos]
+        self.pos += 1
+        yield self._step(phase, {"type": "card", "card": str(card)})
+
+    def _burn(self, count: int | None = None, phase: str = "burn") -> Iterator[Step]:
+        mode = self.profile.burn.mode if count is None else "count"
+        if mode == "none":
+            return
+        if mode == "by-value":
+            first = self.stack[self.pos]
+            count = burn_value(first, self.profile.burn.ten_value)
+        elif mode == "five":
+            count = 5
+        for _ in range(count or 0):
+            yield from self._draw(phase)
+
+    def _new_bets(self) -> dict[str, Any]:
+        event: dict[str, Any] = {"type": "bets_closed"}
+        if self.profile.game == "blackjack":
+            n = self.rng.randint(1, 7)
+            self.boxes = sorted(self.rng.sample(range(1, 8), n))
+            event["boxes"] = self.boxes
+        elif self.profile.game == "stud-poker":
+            self.players = self.rng.randint(1, 7)
+            event["players"] = self.players
+        return event
+
+    def _round(self) -> Iterator[Step]:
+        self.round += 1
+        yield self._step("bets_closed", self._new_bets())
+        remaining = len(self.stack) - self.pos
+        n = self.round_cards(remaining)
+        voided = False
+        for _ in range(n):
+            if (self.behind is not None and not self.cut_card_out
+                    and len(self.stack) - self.pos == self.behind and _ == 0
+                    and self.profile.cut_card.first_card_of_round == "no-round"):
+                self.cut_card_out = True
+                voided = True
+                yield self._step("cut_card", {"type": "cut_card"})
+                break
+            yield from self._draw("deal")
+        if self.profile.game == "stud-poker" and not voided:
+            yield self._step("stub_count", {"type": "stub_count",
+                                            "count": len(self.stack) - self.pos})
+        yield self._step("round_end", {"type": "round_end"})
+
+    def _shoe_rounds(self) -> Iterator[Step]:
+        p = self.profile
+        changed = False
+        while True:
+            yield from self._round()
+            if self.cut_card_out:
+                return
+            if (self.plan.dealer_changes and p.burn.on_dealer_change and not changed
+                    and self.round % 5 == 0):
+                changed = True
+                yield self._step("dealer_change", {"type": "dealer_change",
+                                                   "dealer": f"D{self.round}"})
+                yield from self._burn(p.burn.on_dealer_change, phase="dealer_change_burn")
+
+    def _shuffler_block(self) -> Iterator[Step]:
+        p = self.profile
+        for i in range(self.plan.rounds_per_block):
+            yield from self._round()
+            out = self.pos - self.out
+            yield self._step("discards_returned", {"type": "discards_returned", "count": out})
+            # the returned cards go back in: deal on from a fresh permutation of the pack
+            self.stack = [Card(x[0], x[1]) for x in self._pack_cards()]
+            self.pos = self.out = 0
+            if self.plan.dealer_changes and p.burn.on_dealer_change and i == 4:
+                yield self._step("dealer_change", {"type": "dealer_change", "dealer": "D2"})
+                yield from self._burn(p.burn.on_dealer_change, phase="dealer_change_burn")
+
+
+def table_day(profile: Profile, seed: int = 0, plan: DayPlan | None = None) -> list[Step]:
+    """A whole correct table day as a list of steps."""
+    return list(TableDay(profile, seed, plan).steps())
+
+
+def events_of(steps: list[Step]) -> list[dict[str, Any]]:
+    return [s.event for s in steps]
