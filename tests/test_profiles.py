@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import re
-import sys
 import tomllib
 from pathlib import Path
 

@@ -1,0 +1,156 @@
+"""The shoewarden command line, run as a user would (subprocess) and in-process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.audit import verify_file
+from controller.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+DAY = ROOT / "config" / "examples" / "gr-blackjack-day.jsonl"
+MISTAKES = ROOT / "config" / "examples" / "gr-banco-punto-mistakes.jsonl"
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "controller", *args], input=stdin,
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_correct_day_exits_0_with_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--profile", "gr-blackjack", str(DAY)]) == 0
+    out = capsys.readouterr().out
+    assert "2 shoe(s)" in out and "deviations: none" in out
+
+
+def test_mistakes_exit_1_and_name_line_code_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--profile", "gr-banco-punto", str(MISTAKES)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    burn = [line for line in out if "BURN_COUNT" in line]
+    assert burn and burn[0].startswith("line 14: BURN_COUNT [warning]")
+    assert "001 BP §9" in burn[0]
+    assert any("CARD_BEFORE_BETS_CLOSED [critical]" in line for line in out)
+
+
+def test_json_output_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--profile", "gr-banco-punto", "--json", str(MISTAKES)]) == 1
+    captured = capsys.readouterr()
+    records = [json.loads(line) for line in captured.out.splitlines()]
+    assert {r["code"] for r in records} == {"BURN_COUNT", "CARD_BEFORE_BETS_CLOSED",
+                                            "CUT_CARD_POSITION"}
+    for r in records:
+        assert {"code", "severity", "line", "message", "rule", "evidence"} <= set(r)
+        assert r["rule"].startswith("gr-banco-punto ")
+    assert "summary:" in captured.err  # stdout stays pure JSON Lines
+
+
+def test_bad_lines_are_reported_and_the_rest_still_checked(tmp_path: Path) -> None:
+    lines = [
+        '{"type":"table_open","table":"T","decks":6,"t":"2026-11-21T10:00:00Z"}',
+        "not json",
+        '{"type":"card","card":"1Z"}',
+        '{"type":"bogus"}',
+        "",
+        '{"type":"cut"}',
+        '{"type":"shuffle"}',  # valid: shuffled without the opening check
+    ]
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("\n".join(lines) + "\n")
+    result = run("check", "--profile", "gr-blackjack", str(stream))
+    assert result.returncode == 2
+    err = result.stderr
+    for n, field in ((2, "not valid JSON"), (3, "card: bad card '1Z'"), (4, "type: unknown"),
+                     (6, "offset: missing")):
+        assert f"{stream}:{n}: bad input: {field}" in err
+    assert "line 7: CHECK_MISSING" in result.stdout
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["check", "--profile", "no-such-profile", "x.jsonl"], "no profile named 'no-such-profile'"),
+    (["check", "--profile", "gr-blackjack", "missing.jsonl"], "missing.jsonl: no such file"),
+    (["check", "--profile", "gr-blackjack", "--durability", "sometimes", "x"], "invalid choice"),
+    (["check"], "required"),
+    (["frobnicate"], "invalid choice"),
+    (["profiles", "--show", "nope"], "no profile named 'nope'"),
+    (["chart", "--profile", "nope"], "no profile named 'nope'"),
+])
+def test_bad_arguments_exit_2_without_traceback(args: list[str], needle: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_profile_file_names_file_and_key(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.toml"
+    bad.write_text((ROOT / "config/profiles/gr-blackjack.toml").read_text()
+                   .replace('name = "gr-blackjack"', 'name = "broken"')
+                   .replace('mode = "five"', 'mode = "six"'))
+    result = run("check", "--profile", str(bad), str(DAY))
+    assert result.returncode == 2
+    assert f"{bad}: burn.mode: 'six' is not one of" in result.stderr
+
+
+def test_non_utf8_input(tmp_path: Path) -> None:
+    stream = tmp_path / "bin.jsonl"
+    stream.write_bytes(b'{"type":"shuffle"}\n\xff\xfe\n')
+    result = run("check", "--profile", "gr-blackjack", str(stream))
+    assert result.returncode == 2
+    assert "not UTF-8" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_stdin_input() -> None:
+    result = run("check", "--profile", "gr-blackjack", "-", stdin=DAY.read_text())
+    assert result.returncode == 0, result.stderr
+
+
+def test_log_is_written_and_verifies(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    assert main(["check", "--profile", "gr-banco-punto", "--log", str(log),
+                 str(MISTAKES)]) == 1
+    assert verify_file(log).ok
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    header = records[0]
+    assert header["kind"] == "header"
+    assert header["profile"]["name"] == "gr-banco-punto"
+    assert header["profile"]["burn"]["source"] == "001 BP §9"
+    assert header["software"]["name"] == "shoewarden" and header["table"] == "BP-01"
+    inputs = [r for r in records if r["kind"] == "input"]
+    assert len(inputs) == sum(1 for line in MISTAKES.read_text().splitlines() if line.strip())
+    assert inputs[0]["line"] == 1
+    devs = [r for r in records if r["kind"] == "output" and r["output"]["type"] == "deviation"]
+    assert len(devs) == 3
+
+
+def test_profiles_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profiles"]) == 0
+    listing = capsys.readouterr().out
+    for name in ("gr-blackjack", "gr-blackjack-shuffler", "gr-chemin-de-fer",
+                 "gr-baccarat-two-tableaux", "gr-banco-punto", "gr-banco-punto-shuffler",
+                 "gr-stud-poker", "live-baccarat", "live-blackjack", "ru-blackjack"):
+        assert name in listing
+    assert main(["profiles", "--show", "ru-blackjack"]) == 0
+    shown = capsys.readouterr().out
+    assert "on_dealer_change = 1" in shown and "source: 004 §3.8" in shown
+
+
+def test_chart_is_generated_from_the_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["chart", "--profile", "gr-blackjack-shuffler"]) == 0
+    chart = capsys.readouterr().out
+    assert chart.startswith("stateDiagram-v2")
+    assert "round --> return_discards: round_end" in chart
+    assert "return_discards --> ready: discards_returned" in chart
+    assert "cut_card" not in chart.replace("cut_card_placed", "")  # no cut card in this game
+    assert main(["chart", "--profile", "gr-blackjack"]) == 0
+    assert "round --> last_round: cut_card" in capsys.readouterr().out
+
+
+def test_console_script_and_module_agree() -> None:
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.startswith("shoewarden ")

@@ -1,0 +1,81 @@
+"""The docs match the code, and no module imports upward across the layers."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from controller.deviations import CATALOG
+from controller.events import EVENT_TYPES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# layer -> packages it must never import
+FORBIDDEN = {
+    "controller": {"drivers", "simulators"},
+    "drivers": {"simulators", "controller.engine", "controller.session", "controller.cli"},
+    "simulators": set(),
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_no_upward_imports(layer: str) -> None:
+    bad = []
+    for path in sorted((ROOT / layer).rglob("*.py")):
+        for name in _imports(path):
+            for forbidden in FORBIDDEN[layer]:
+                if name == forbidden or name.startswith(forbidden + "."):
+                    bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, bad
+
+
+def test_engine_reads_no_clock_no_randomness_no_io() -> None:
+    for module in ("engine", "rounds", "events", "cards", "deviations", "outputs"):
+        names = _imports(ROOT / "controller" / f"{module}.py")
+        assert not names & {"random", "secrets", "time", "os", "io", "socket", "serial", "usb"}
+        text = (ROOT / "controller" / f"{module}.py").read_text()
+        assert ".now(" not in text and not re.search(r"(?<![\w.])open\(", text)
+
+
+def test_every_deviation_code_is_documented_with_its_severity() -> None:
+    doc = (ROOT / "docs" / "deviations.md").read_text()
+    for code, spec in CATALOG.items():
+        row = re.search(rf"^\| `{code}` \| (\w+) \|", doc, re.M)
+        assert row, f"{code} missing from docs/deviations.md"
+        assert row.group(1) == spec.severity, code
+
+
+def test_every_event_type_is_documented() -> None:
+    doc = (ROOT / "docs" / "events.md").read_text()
+    for kind in EVENT_TYPES:
+        assert f"| `{kind}` |" in doc or f"`{kind}` /" in doc, kind
+
+
+def test_architecture_doc_names_every_controller_module() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    for path in (ROOT / "controller").glob("*.py"):
+        if path.stem.startswith("__"):
+            continue
+        assert f"`{path.name}`" in doc, path.name
+
+
+def test_readme_quick_start_is_two_make_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in block.strip().splitlines()]
+    assert commands == ["make run", "make test"]
+    assert "make test" in (ROOT / ".ci" / "run").read_text()

@@ -1,0 +1,86 @@
+"""Input-event parsing: every field checked, errors name the field, canonical round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.events import EVENT_TYPES, EventError, parse_event
+
+GOOD = [
+    {"type": "table_open", "table": "BJ1", "decks": 6, "sabot": "S1",
+     "deck_lots": [{"id": "L1", "kind": "plastic", "first_use": "2026-11-01"}],
+     "t": "2026-11-21T10:00:00Z"},
+    {"type": "deck_check", "cards": ["AS", "KD"]},
+    {"type": "shuffle"}, {"type": "cut", "offset": 100},
+    {"type": "cut_card_placed", "behind": 52}, {"type": "cut_card_placed"},
+    {"type": "shoe_loaded"}, {"type": "bets_closed", "boxes": [1, 3]},
+    {"type": "bets_closed", "players": 4}, {"type": "card", "card": "TH", "exposed": True},
+    {"type": "cut_card"}, {"type": "action", "action": "double"},
+    {"type": "stub_count", "count": 27}, {"type": "round_end"},
+    {"type": "discards_returned", "count": 9}, {"type": "dealer_change", "dealer": "D2"},
+    {"type": "players_left"}, {"type": "card_replaced", "card": "7C"},
+    {"type": "device_fault", "device": "shoe", "code": "JAM", "detail": "card stuck"},
+    {"type": "device_ok", "device": "shoe", "code": "JAM"}, {"type": "table_close"},
+]
+
+
+def test_every_type_has_a_good_example() -> None:
+    assert {e["type"] for e in GOOD} == set(EVENT_TYPES)
+
+
+@pytest.mark.parametrize("obj", GOOD, ids=lambda o: o["type"])
+def test_round_trip(obj: dict) -> None:
+    event = parse_event(obj)
+    record = event.to_record()
+    assert parse_event(record) == event
+    assert record["type"] == obj["type"]
+
+
+@pytest.mark.parametrize(("obj", "field"), [
+    ([], ""), ({"decks": 6}, "type"), ({"type": "nope"}, "type"),
+    ({"type": "table_open", "decks": 6}, "table"),
+    ({"type": "table_open", "table": "T", "decks": "6"}, "decks"),
+    ({"type": "table_open", "table": "T", "decks": 0}, "decks"),
+    ({"type": "table_open", "table": "T", "decks": True}, "decks"),
+    ({"type": "table_open", "table": "T", "decks": 6,
+      "deck_lots": [{"id": "L", "kind": "wood", "first_use": "2026-01-01"}]}, "deck_lots[0].kind"),
+    ({"type": "table_open", "table": "T", "decks": 6,
+      "deck_lots": [{"id": "L", "kind": "paper", "first_use": "1/1/26"}]},
+     "deck_lots[0].first_use"),
+    ({"type": "deck_check", "cards": "AS KD"}, "cards"),
+    ({"type": "cut"}, "offset"), ({"type": "cut", "offset": -1}, "offset"),
+    ({"type": "card"}, "card"), ({"type": "card", "card": "1Z"}, "card"),
+    ({"type": "card", "card": "AS", "exposed": "yes"}, "exposed"),
+    ({"type": "action", "action": "hit"}, "action"),
+    ({"type": "bets_closed", "boxes": [0]}, "boxes"),
+    ({"type": "bets_closed", "players": 0}, "players"),
+    ({"type": "stub_count", "count": 1.5}, "count"),
+    ({"type": "discards_returned"}, "count"),
+    ({"type": "device_fault", "device": "shoe"}, "code"),
+    ({"type": "shuffle", "t": "yesterday"}, "t"),
+    ({"type": "shuffle", "t": 12}, "t"),
+])
+def test_bad_events_name_the_field(obj: object, field: str) -> None:
+    with pytest.raises(EventError) as info:
+        parse_event(obj)
+    assert info.value.field == field
+    if field:
+        assert str(info.value).startswith(field + ":")
+
+
+def test_foreign_tokens_in_a_deck_check_are_kept_not_rejected() -> None:
+    event = parse_event({"type": "deck_check", "cards": ["KD", "JK", "AS", "XX"]})
+    assert [str(c) for c in event.cards] == ["AS", "KD"]
+    assert event.foreign == ("JK", "XX")
+
+
+def test_deck_check_record_is_sorted_so_no_order_leaks() -> None:
+    shuffled = ["9C", "2H", "AS", "KD", "TS"]
+    record = parse_event({"type": "deck_check", "cards": shuffled}).to_record()
+    assert record["cards"] == sorted(record["cards"])
+    assert record["cards"] != shuffled
+
+
+def test_time_is_normalised_to_utc() -> None:
+    event = parse_event({"type": "shuffle", "t": "2026-11-21T12:00:00+02:00"})
+    assert event.time is not None and event.time.hour == 10
