@@ -26,7 +26,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check controller drivers simulators tests benchmarks
 
-bench: $(STAMP)
+bench: $(STAMP)  ## print speed and memory figures
 	$(BIN)/python benchmarks/run.py
 
 clean:

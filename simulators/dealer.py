@@ -10,9 +10,8 @@ Every event is tagged with its ``phase`` (a test-only key the engine ignores is
 *not* added to the event; tags live beside it in :class:`Step`), so a test can
 find "the first shuffle" or "the third burn card" and change just that.
 
-How many cards a round takes is a per-game hook (:meth:`TableDay.round_cards`);
-the dealing-rule referees of the next issue replace the simple counts here with
-hands dealt by the game's rules.
+How a round is dealt is a per-game module in :mod:`simulators.games`; a game
+without one gets plausible card counts only.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from typing import Any
 
 from controller.cards import Card, burn_value, pack
 from controller.profiles import Profile
+from simulators.games import round_dealer_for
 
 
 @dataclass(frozen=True)
@@ -78,17 +78,13 @@ class TableDay:
         self.rng.shuffle(cards)
         return cards
 
-    def round_cards(self, remaining: int) -> int:
-        """Cards one round takes (at most ``remaining``)."""
-        game = self.profile.game
-        if game == "stud-poker":
-            return min(remaining, 5 * (self.players + 1))
-        if game == "blackjack":
-            boxes = len(self.boxes)
-            n = 2 * boxes + 1 + self.rng.randint(1, boxes + 3)
-        else:
-            n = self.rng.choice((4, 4, 5, 5, 6))
-        return min(n, remaining)
+    @property
+    def remaining(self) -> int:
+        """Cards still in the shoe (behind and in front of the cut card)."""
+        return len(self.stack) - self.pos
+
+    def peek(self) -> Card:
+        return self.stack[self.pos]
 
     # ------------------------------------------------------------------ the day
 
@@ -144,7 +140,7 @@ class TableDay:
             yield from self._burn()
         self.out = 0  # burned cards go back into a shuffler with the first round's (000 §10)
 
-    def _draw(self, phase: str) -> Iterator[Step]:
+    def draw(self, phase: str = "deal", **extra: Any) -> Iterator[Step]:
         """Draw the next card, emitting the cut card first when it is next in the shoe."""
         remaining = len(self.stack) - self.pos
         if self.behind is not None and not self.cut_card_out and remaining == self.behind:
@@ -152,7 +148,8 @@ class TableDay:
             yield self._step("cut_card", {"type": "cut_card"})
         card = self.stack[self.pos]
         self.pos += 1
-        yield self._step(phase, {"type": "card", "card": str(card)})
+        self.last_card = card
+        yield self._step(phase, {"type": "card", "card": str(card), **extra})
 
     def _burn(self, count: int | None = None, phase: str = "burn") -> Iterator[Step]:
         mode = self.profile.burn.mode if count is None else "count"
@@ -164,37 +161,23 @@ class TableDay:
         elif mode == "five":
             count = 5
         for _ in range(count or 0):
-            yield from self._draw(phase)
+            yield from self.draw(phase)
 
-    def _new_bets(self) -> dict[str, Any]:
-        event: dict[str, Any] = {"type": "bets_closed"}
-        if self.profile.game == "blackjack":
-            n = self.rng.randint(1, 7)
-            self.boxes = sorted(self.rng.sample(range(1, 8), n))
-            event["boxes"] = self.boxes
-        elif self.profile.game == "stud-poker":
-            self.players = self.rng.randint(1, 7)
-            event["players"] = self.players
-        return event
+    def step(self, phase: str, event: dict[str, Any]) -> Step:
+        """A non-card event of a round (``action``, ``stub_count``) for the round dealers."""
+        return self._step(phase, event)
 
     def _round(self) -> Iterator[Step]:
         self.round += 1
-        yield self._step("bets_closed", self._new_bets())
-        remaining = len(self.stack) - self.pos
-        n = self.round_cards(remaining)
-        voided = False
-        for _ in range(n):
-            if (self.behind is not None and not self.cut_card_out
-                    and len(self.stack) - self.pos == self.behind and _ == 0
-                    and self.profile.cut_card.first_card_of_round == "no-round"):
-                self.cut_card_out = True
-                voided = True
-                yield self._step("cut_card", {"type": "cut_card"})
-                break
-            yield from self._draw("deal")
-        if self.profile.game == "stud-poker" and not voided:
-            yield self._step("stub_count", {"type": "stub_count",
-                                            "count": len(self.stack) - self.pos})
+        dealer = round_dealer_for(self)
+        yield self._step("bets_closed", dealer.bets())
+        if (self.behind is not None and not self.cut_card_out and self.remaining == self.behind
+                and self.profile.cut_card.first_card_of_round == "no-round"):
+            # the end card is the next thing out: no further round may be dealt (001 §2)
+            self.cut_card_out = True
+            yield self._step("cut_card", {"type": "cut_card"})
+        else:
+            yield from dealer.deal()
         yield self._step("round_end", {"type": "round_end"})
 
     def _shoe_rounds(self) -> Iterator[Step]:
