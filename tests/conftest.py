@@ -247,6 +247,13 @@ class Table:
     def load(self) -> list[Any]:
         return self.send("shoe_loaded")
 
+    def new_pack(self, seed: int = 2) -> None:
+        """The cards were withdrawn and re-stacked: deal on from a fresh order."""
+        self.stack = [str(c) for c in pack(self.decks)]
+        random.Random(seed).shuffle(self.stack)
+        self.pos = 0
+        self.out = 0
+
     def put_next(self, card: str) -> None:
         """Make ``card`` the next card out of the shoe (taken from further down the stack)."""
         i = self.stack.index(card, self.pos)
