@@ -73,6 +73,24 @@ _SPECS = [
                   "play goes on while a device fault is open"),
     DeviationSpec("UNEXPECTED_EVENT", Severity.WARNING, "",
                   "an event that is not valid in the current state"),
+    # Dealing rules, checked by the game referees (controller/games/).
+    DeviationSpec("DRAW_RULE", Severity.WARNING, "baccarat",
+                  "baccarat / chemin de fer: a card the tableau requires was not drawn, or a "
+                  "card it forbids was drawn"),
+    DeviationSpec("DEALER_DRAW_RULE", Severity.WARNING, "blackjack",
+                  "blackjack: the dealer drew on 17 or more, or stood on 16 or less"),
+    DeviationSpec("CARD_TO_FINISHED_HAND", Severity.WARNING, "blackjack",
+                  "blackjack: a card to a hand that is finished (bust, 21, after a double, a "
+                  "split ace)"),
+    DeviationSpec("ACTION_NOT_ALLOWED", Severity.WARNING, "blackjack",
+                  "blackjack: a double, split or surrender the profile does not allow there"),
+    DeviationSpec("DEAL_COUNT", Severity.CRITICAL, "stud",
+                  "stud poker: the stub count or a hand's card count is wrong (hands void)"),
+    DeviationSpec("EXPOSED_CARD", Severity.INFO, "exposed_card",
+                  "a card came out face up; burned or used as the profile says"),
+    DeviationSpec("DUMMY_HAND", Severity.INFO, "exposed_card",
+                  "the first card of a round was exposed: the round is a dummy, bets not "
+                  "accepted"),
 ]
 
 CATALOG: dict[str, DeviationSpec] = {s.code: s for s in _SPECS}

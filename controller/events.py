@@ -143,11 +143,17 @@ class CardDrawn(Event):
     type: ClassVar[str] = "card"
     card: Card
     exposed: bool = False
+    unrequested: bool = False  # came out though no one asked (000 §7: offered to the next players)
+    to: str | None = None  # where the card went, when the table knows (e.g. stud "P3", "dealer")
 
     def to_record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "card": str(self.card)}
         if self.exposed:
             out["exposed"] = True
+        if self.unrequested:
+            out["unrequested"] = True
+        if self.to is not None:
+            out["to"] = self.to
         if self.t is not None:
             out["t"] = self.t
         return out
@@ -160,7 +166,7 @@ class CutCardSeen(Event):
     type: ClassVar[str] = "cut_card"
 
 
-ACTIONS = ("stand", "double", "split", "surrender")
+ACTIONS = ("stand", "double", "split", "surrender", "accept", "decline")
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,7 +390,9 @@ def parse_event(obj: object) -> Event:
                 boxes=boxes, players=_int(obj, "players", required=False, minimum=1), **common
             )
         case "card":
-            return CardDrawn(card=_card(obj, "card"), exposed=_bool(obj, "exposed"), **common)
+            return CardDrawn(card=_card(obj, "card"), exposed=_bool(obj, "exposed"),
+                             unrequested=_bool(obj, "unrequested"),
+                             to=_str(obj, "to", required=False), **common)
         case "cut_card":
             return CutCardSeen(**common)
         case "action":

@@ -138,6 +138,53 @@ class DealingRule(Section):
 
 
 @dataclass(frozen=True)
+class BaccaratRule(Section):
+    """Baccarat family: the drawing tableau the referee enforces, and shoe passing."""
+
+    tableau: str = _opt(
+        "punto-banco", "chemin-de-fer", "none",
+        doc="drawing rules checked at round_end (none: draws are not checked)")
+    shoe_passing: bool = _flag("track who holds the shoe (001 BP §15; not Mini/Midi, "
+                               "not with a shuffler)")
+
+
+@dataclass(frozen=True)
+class BlackjackRule(Section):
+    """Blackjack family: the deal, the dealer's rule, and what players may do."""
+
+    dealer_hole_card: bool = _flag("the dealer takes a second (hole) card in the initial deal")
+    peek: str = _opt("none", "ace", doc="with a hole card: the dealer peeks when the up card "
+                     "is an ace")
+    dealer_stands_soft_17: bool = _flag("the dealer stands on every 17, soft 17 included")
+    max_splits: int = _num(0, 3, "split actions allowed per box (1 = two hands)")
+    split_aces_max: int = _num(0, 3, "split actions allowed on aces (each ace gets one card)")
+    split_second_cards: str = _opt(
+        "sequential", "both-first",
+        doc="after a split: play out the first hand before the second gets its card, or deal "
+        "both second cards first")
+    double: str = _opt("none", "total-11-or-less", "any-two",
+                       doc="which two-card hands may double (one card only)")
+    double_after_split: bool = _flag("a split hand may double")
+    surrender: str = _opt("none", "before-third-card-not-vs-ace",
+                          doc="late surrender rule, if any")
+
+
+@dataclass(frozen=True)
+class StudRule(Section):
+    """Casino stud poker: the count check and the dealer's qualification."""
+
+    dealer_qualifies: str = _opt("ace-king", doc="weakest dealer hand that qualifies")
+    raise_multiple: int = _num(1, 10, "the raise is this many times the ante")
+
+
+GAME_SECTIONS: dict[str, tuple[str, ...]] = {
+    "baccarat": ("baccarat", "chemin-de-fer", "baccarat-two-tableaux"),
+    "blackjack": ("blackjack",),
+    "stud": ("stud-poker",),
+}
+
+
+@dataclass(frozen=True)
 class Profile:
     """One procedure profile (PROCEDURES.md §1)."""
 
@@ -156,6 +203,9 @@ class Profile:
     exposed_card: ExposedCardRule
     shuffler: ShufflerRule
     dealing: DealingRule
+    baccarat: BaccaratRule | None = None
+    blackjack: BlackjackRule | None = None
+    stud: StudRule | None = None
     path: str = field(default="", compare=False, repr=False)
 
     @property
@@ -174,6 +224,9 @@ class Profile:
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out.pop("path")
+        for section in GAME_SECTIONS:
+            if out[section] is None:
+                out.pop(section)
         for value in out.values():
             if isinstance(value, dict) and value.get("interpretation") is None:
                 value.pop("interpretation", None)
@@ -232,7 +285,19 @@ def profile_from_dict(raw: dict[str, Any], file: str = "<profile>") -> Profile:
         if key not in known:
             raise ProfileError(file, key, "unknown key")
     values: dict[str, Any] = {}
+    game = raw.get("game")
     for fname in [f.name for f in dataclasses.fields(Profile) if f.name != "path"]:
+        if fname in GAME_SECTIONS:
+            if game not in GAME_SECTIONS[fname]:
+                if fname in raw:
+                    raise ProfileError(file, fname, f"only for {', '.join(GAME_SECTIONS[fname])}"
+                                       f" games, not {game!r}")
+                continue
+            if fname not in raw:
+                raise ProfileError(file, fname, f"missing (required for {game} games)")
+            typ = {"baccarat": BaccaratRule, "blackjack": BlackjackRule, "stud": StudRule}[fname]
+            values[fname] = _build_section(file, fname, typ, raw[fname])
+            continue
         if fname not in raw:
             raise ProfileError(file, fname, "missing")
         typ = hints[fname]
@@ -322,7 +387,8 @@ def schema_rows() -> list[tuple[str, str, str]]:
     ]
     for f in dataclasses.fields(Profile):
         hints = get_type_hints(Profile)
-        typ = hints.get(f.name)
+        typ = {"baccarat": BaccaratRule, "blackjack": BlackjackRule,
+               "stud": StudRule}.get(f.name, hints.get(f.name))
         if not (isinstance(typ, type) and issubclass(typ, Section)):
             continue
         sub_hints = get_type_hints(typ)

@@ -83,4 +83,6 @@ def register_referee(game: str, factory: RefereeFactory) -> None:
 
 
 def referee_for(profile: Profile, make: DeviationFactory) -> CardLedger:
+    import controller.games  # noqa: F401  (each game module registers its referee)
+
     return _REFEREES.get(profile.game, CardLedger)(profile, make)
