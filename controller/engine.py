@@ -634,7 +634,7 @@ class TableEngine:
         if state in (ROUND, LAST_ROUND):
             self.dealt += 1
             self.round_cards += 1
-            out.extend(self.referee.card(e.card, e.exposed))
+            out.extend(self.referee.card(e))
             return None
         if state == READY and self.burn_just_finished:
             self.burned += 1

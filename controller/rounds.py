@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from controller.cards import Card
 from controller.deviations import Deviation
-from controller.events import BetsClosed
+from controller.events import BetsClosed, CardDrawn
 from controller.outputs import Note, Output
 from controller.profiles import Profile
 
@@ -50,8 +49,11 @@ class CardLedger:
         self.cards = []
         return []
 
-    def card(self, card: Card, exposed: bool) -> list[Output]:
-        self.cards.append(DealtCard(str(card), "round", "exposed" if exposed else "deal"))
+    def card(self, event: CardDrawn) -> list[Output]:
+        """A card of this round left the shoe (``event.card``, ``.exposed``, ``.unrequested``,
+        ``.to``)."""
+        why = "exposed" if event.exposed else "deal"
+        self.cards.append(DealtCard(str(event.card), event.to or "round", why))
         return []
 
     def action(self, action: str) -> list[Output]:

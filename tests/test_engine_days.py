@@ -50,23 +50,24 @@ def _check_day(name: str, seed: int, **plan: object) -> Run:
         before = r.engine.accounting()
         r.feed(s.event)
         acc = r.engine.accounting()
+        kind = s.event["type"]
         assert 0 <= acc.in_shoe <= acc.pack, (s, acc)
         assert acc.dealt >= 0 and acc.burned >= 0
-        if s.phase == "table_open":
+        if kind == "table_open":
             assert acc.pack == pack
-        if s.phase in ("shuffle", "closing_check", "new_pack_check"):
+        if kind in ("shuffle", "deck_check"):
             loaded = False
-        if s.phase == "shoe_loaded" or (s.phase == "cut" and p.card_source == "hand"):
+        if kind == "shoe_loaded" or (kind == "cut" and p.card_source == "hand"):
             loaded = True
             assert (acc.in_shoe, acc.dealt, acc.burned) == (pack, 0, 0), acc
-        if s.phase in ("burn", "deal", "dealer_change_burn"):
+        if kind == "card":
             assert acc.in_shoe == before.in_shoe - 1, (s, before, acc)
-            if s.phase == "deal":
-                assert acc.dealt == before.dealt + 1 and acc.burned == before.burned
-            else:
+            if s.phase in ("burn", "dealer_change_burn"):
                 assert acc.burned == before.burned + 1 and acc.dealt == before.dealt
+            else:
+                assert acc.dealt == before.dealt + 1 and acc.burned == before.burned
             out_since_return += 1
-        if s.phase == "discards_returned":
+        if kind == "discards_returned":
             assert s.event["count"] == out_since_return
             out_since_return = 0
             assert acc.in_shoe == pack
@@ -74,32 +75,33 @@ def _check_day(name: str, seed: int, **plan: object) -> Run:
             assert acc.in_shoe == pack - out_since_return, (s, acc)
         elif loaded:
             assert acc.in_shoe + acc.dealt + acc.burned == pack, (s, acc)
-        if s.phase == "stub_count":
+        if kind == "stub_count":
             assert acc.in_shoe == s.event["count"]
-        if s.phase == "cut_card_placed":
+        if kind == "cut_card_placed":
             declared = s.event["behind"]
         if p.has_cut_card and loaded:
             if acc.cut_card_out:
                 assert acc.behind_cut_card == acc.in_shoe
             else:
                 assert acc.behind_cut_card == declared
-        if s.phase == "cut_card":
+        if kind == "cut_card":
             assert acc.cut_card_out and not before.cut_card_out
             assert acc.in_shoe == declared  # the dealer placed it where it said
     assert r.devs() == [], r.codes()
     assert r.state == "closed"
     assert r.engine.open_faults == {}
     # every round produced exactly one round note, at its round_end, with its cards in order
-    bets = where(steps, "bets_closed")
+    bets = [i for i, s in enumerate(steps) if s.event["type"] == "bets_closed"]
     notes = r.notes("round")
     assert len(notes) == len(bets) == r.engine.round
     assert [n.data["round"] for n in notes] == list(range(1, len(bets) + 1))
     for i, s in enumerate(steps):
         here = [o for o in r.outputs[i] if isinstance(o, Note) and o.kind == "round"]
-        assert len(here) == (1 if s.phase == "round_end" else 0), (i, s)
+        assert len(here) == (1 if s.event["type"] == "round_end" else 0), (i, s)
     for n, start in zip(notes, bets, strict=True):
-        end = next(i for i in range(start, len(steps)) if steps[i].phase == "round_end")
-        dealt = [steps[i].event["card"] for i in range(start, end) if steps[i].phase == "deal"]
+        end = next(i for i in range(start, len(steps)) if steps[i].event["type"] == "round_end")
+        dealt = [steps[i].event["card"] for i in range(start, end)
+                 if steps[i].event["type"] == "card"]
         assert [c["card"] for c in n.data["cards"]] == dealt
     # shoe cycles
     if p.has_cut_card:
@@ -225,7 +227,7 @@ def test_stud_cut_puts_the_deck_in_hand_and_stub_counts_match() -> None:
     t.send("stub_count", count=37)
     t.send("round_end")
     assert t.state == "shoe_complete"
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 @pytest.mark.parametrize("name", FIVE_BURN_PROFILES)
@@ -234,7 +236,7 @@ def test_five_burned(name: str) -> None:
     acc = t.engine.accounting()
     assert t.state == "ready"
     assert (acc.burned, acc.dealt, acc.in_shoe) == (5, 0, acc.pack - 5)
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
     before = acc.in_shoe
     t.bets()
     for i in range(1, 4):
@@ -266,7 +268,7 @@ def test_burn_by_value(name: str, first_card: str, burned: int) -> None:
     assert t.state == "ready"
     acc = t.engine.accounting()
     assert (acc.burned, acc.dealt, acc.in_shoe) == (burned, 0, acc.pack - burned)
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 @pytest.mark.parametrize("name", CUT_CARD_PROFILES)
@@ -296,7 +298,7 @@ def test_behind_cut_card(name: str) -> None:
     t.card()
     acc = t.engine.accounting()
     assert acc.behind_cut_card == acc.in_shoe == behind - 1
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 # --------------------------------------------------------------------------- last hand
@@ -322,7 +324,7 @@ def test_cut_card_during_round_makes_it_the_last(name: str) -> None:
     outs = t.send("round_end")
     assert t.state == "shoe_complete"
     assert [o.kind for o in outs if isinstance(o, Note)] == ["round"]
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
     # the next round needs a new shoe: a reshuffle starts one
     shoe = t.engine.shoe
     t.shuffle()
@@ -341,7 +343,7 @@ def test_cut_card_as_first_card_round_is_played_and_last(name: str) -> None:
     assert t.state == "shoe_complete"
     note = [o for o in outs if isinstance(o, Note) and o.kind == "round"]
     assert len(note[0].data["cards"]) == 4
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 @pytest.mark.parametrize("name", NO_ROUND_PROFILES)
@@ -350,14 +352,14 @@ def test_cut_card_as_first_card_no_round_is_dealt(name: str) -> None:
     t.bets()
     t.send("cut_card")
     assert t.state == "last_round"
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
     for i in range(1, 4):
         outs = t.card()
         assert codes_of(outs) == ["PLAY_AFTER_LAST_HAND"]
         assert len(t.run.devs("PLAY_AFTER_LAST_HAND")) == i
     outs = t.send("round_end")
     assert t.state == "shoe_complete"
-    assert t.run.serious() == {"PLAY_AFTER_LAST_HAND": 3}
+    assert t.run.proc() == {"PLAY_AFTER_LAST_HAND": 3}
 
 
 @pytest.mark.parametrize("name", ROUND_IS_LAST_PROFILES)
@@ -371,7 +373,7 @@ def test_cut_card_between_rounds_next_round_is_last(name: str) -> None:
     t.cards(4)
     t.send("round_end")
     assert t.state == "shoe_complete"
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 @pytest.mark.parametrize("name", NO_ROUND_PROFILES)
@@ -379,9 +381,9 @@ def test_cut_card_between_rounds_no_further_round(name: str) -> None:
     t = _to_cut_card(name, 0)
     t.send("cut_card")
     assert t.state == "shoe_complete"
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
     t.bets()
-    assert t.run.serious() == {"PLAY_AFTER_LAST_HAND": 1}
+    assert t.run.proc() == {"PLAY_AFTER_LAST_HAND": 1}
 
 
 # --------------------------------------------------------------------------- device faults
@@ -531,7 +533,7 @@ def test_players_left_suspends_and_shuffle_restarts(name: str) -> None:
         t.burn()
     assert t.state == "ready"
     t.round(10 if p.shuffle.every_round else 5)
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 @pytest.mark.parametrize("name", PROFILES)
@@ -565,7 +567,7 @@ def test_russian_dealer_change_burns_one() -> None:
     assert t.state == "ready"
     assert t.engine.accounting().burned == 6
     t.round(6)
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 def test_russian_dealer_change_without_burn() -> None:
@@ -580,7 +582,7 @@ def test_russian_dealer_change_without_burn() -> None:
     assert t.state == "round"
     t.cards(4)
     t.send("round_end")
-    assert t.run.serious() == {"BURN_COUNT": 1}
+    assert t.run.proc() == {"BURN_COUNT": 1}
 
 
 def test_russian_dealer_change_during_round_burns_after_it() -> None:
@@ -594,7 +596,7 @@ def test_russian_dealer_change_during_round_burns_after_it() -> None:
     assert t.state == "burn"
     t.card()
     assert t.state == "ready"
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 def test_russian_dealer_change_during_opening_burn_adds_one() -> None:
@@ -611,7 +613,7 @@ def test_russian_dealer_change_during_opening_burn_adds_one() -> None:
     assert t.state == "burn"
     t.card()
     assert t.state == "ready" and t.engine.accounting().burned == 6
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 @pytest.mark.parametrize("name", [p for p in PROFILES if p != "ru-blackjack"])
@@ -621,7 +623,7 @@ def test_dealer_change_burns_nothing_elsewhere(name: str) -> None:
     assert t.state == "ready"
     assert [o.data["burn"] for o in outs if isinstance(o, Note)] == [0]
     t.round(10)
-    assert t.run.devs() == []
+    assert t.run.proc() == {}
 
 
 def test_engine_handles_parsed_events_only_once_each() -> None:
