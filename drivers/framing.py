@@ -1,0 +1,203 @@
+"""The reference protocol's framer: bytes ⇄ frames, pure, no I/O (docs/protocol.md).
+
+Frame layout (all integers big-endian)::
+
+    +------+------+-----+-------+------+--------+-----------+-------+
+    | 0xA5 | 0x5A | ver | seq   | type | length | payload   | crc16 |
+    |  1   |  1   |  1  |  2    |  1   |   2    | length    |   2   |
+    +------+------+-----+-------+------+--------+-----------+-------+
+
+``crc16`` is CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF; the standard
+library's ``binascii.crc_hqx(data, 0xFFFF)``) over ``ver`` … ``payload``. The
+payload is a JSON object in ASCII (non-ASCII escaped; at most :data:`MAX_PAYLOAD`
+bytes).
+
+:class:`FrameDecoder` takes bytes in any chunking and returns complete frames
+and framing errors. After noise, a bad CRC, an impossible length or a bad
+version it drops one byte and hunts for the next start marker, so a valid
+frame inside noise is always found. It never raises for any input bytes.
+Sequence numbers are checked by :class:`SequenceChecker`, kept apart so the
+decoder stays a pure byte parser.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+START = b"\xa5\x5a"
+VERSION = 1
+MAX_PAYLOAD = 1024
+HEADER = struct.Struct(">2sBHBH")  # start, version, seq, type, length
+HEADER_SIZE = HEADER.size  # 8
+CRC_SIZE = 2
+MAX_FRAME = HEADER_SIZE + MAX_PAYLOAD + CRC_SIZE
+SEQ_MODULO = 1 << 16
+
+
+def crc16(data: bytes) -> int:
+    """CRC-16/CCITT-FALSE, as the standard library computes it."""
+    return binascii.crc_hqx(data, 0xFFFF)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    seq: int
+    type: int
+    payload: bytes = b""
+
+    def body(self) -> dict[str, Any]:
+        """The payload as a JSON object (``{}`` when empty); raises ``ValueError`` if not."""
+        if not self.payload:
+            return {}
+        value = json.loads(self.payload.decode("utf-8"))
+        if not isinstance(value, dict):
+            raise ValueError("payload is not a JSON object")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class FramingError:
+    """Bytes that did not form a frame: ``kind`` is one of noise, bad_crc, oversized,
+    bad_version, truncated; ``size`` the bytes dropped."""
+
+    kind: str
+    size: int
+    detail: str = ""
+
+
+def encode(seq: int, type_: int, body: dict[str, Any] | bytes | None = None,
+           *, version: int = VERSION) -> bytes:
+    """One frame's bytes. ``body`` is a dict (JSON-encoded) or raw payload bytes."""
+    if isinstance(body, dict):
+        # ASCII only: 0xA5 can then never occur in a payload, so a start marker found
+        # past a header is always the start of another frame, never payload bytes.
+        payload = json.dumps(body, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    else:
+        payload = body or b""
+    if len(payload) > MAX_PAYLOAD:
+        raise ValueError(f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
+    head = HEADER.pack(START, version, seq % SEQ_MODULO, type_, len(payload))
+    return head + payload + struct.pack(">H", crc16(head[2:] + payload))
+
+
+@dataclass
+class FrameDecoder:
+    """Incremental decoder: ``feed(bytes) -> list[Frame | FramingError]``."""
+
+    buffer: bytearray = field(default_factory=bytearray)
+
+    def feed(self, data: bytes) -> list[Frame | FramingError]:
+        self.buffer += data
+        out: list[Frame | FramingError] = []
+        buf = self.buffer
+        while True:
+            start = buf.find(START)
+            if start < 0:
+                # keep a trailing 0xA5: it may be the first half of a start marker
+                keep = 1 if buf.endswith(START[:1]) else 0
+                dropped = len(buf) - keep
+                if dropped:
+                    out.append(FramingError("noise", dropped))
+                    del buf[:dropped]
+                break
+            if start:
+                out.append(FramingError("noise", start))
+                del buf[:start]
+            if len(buf) < HEADER_SIZE:
+                break
+            _, version, seq, type_, length = HEADER.unpack_from(buf)
+            if version != VERSION:
+                out.append(FramingError("bad_version", 1, f"version {version}"))
+                del buf[:1]
+                continue
+            if length > MAX_PAYLOAD:
+                out.append(FramingError("oversized", 1, f"length {length} > {MAX_PAYLOAD}"))
+                del buf[:1]
+                continue
+            total = HEADER_SIZE + length + CRC_SIZE
+            if len(buf) < total:
+                # a second start marker inside the missing part means this one was torn
+                nxt = buf.find(START, HEADER_SIZE)
+                if nxt > 0 and _plausible_frame_at(buf, nxt):
+                    out.append(FramingError("truncated", nxt, "frame cut short"))
+                    del buf[:nxt]
+                    continue
+                break
+            (crc,) = struct.unpack_from(">H", buf, HEADER_SIZE + length)
+            if crc != crc16(bytes(buf[2:HEADER_SIZE + length])):
+                nxt = buf.find(START, HEADER_SIZE)
+                kind = "truncated" if 0 < nxt < total and _plausible_frame_at(buf, nxt) \
+                    else "bad_crc"
+                out.append(FramingError(kind, 1, f"seq {seq} type 0x{type_:02x}"))
+                del buf[:1]
+                continue
+            out.append(Frame(seq, type_, bytes(buf[HEADER_SIZE:HEADER_SIZE + length])))
+            del buf[:total]
+        return out
+
+    def pending(self) -> int:
+        """Bytes held waiting for the rest of a frame."""
+        return len(self.buffer)
+
+
+def _plausible_frame_at(buf: bytearray, pos: int) -> bool:
+    """A start marker followed by a sane header (used to tell truncation from payload bytes)."""
+    if len(buf) - pos < HEADER_SIZE:
+        return True
+    _, version, _, _, length = HEADER.unpack_from(buf, pos)
+    return version == VERSION and length <= MAX_PAYLOAD
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceIssue:
+    """``kind`` gap (``missing`` frames lost), duplicate, or out_of_order."""
+
+    kind: str
+    expected: int
+    got: int
+    missing: int = 0
+
+
+@dataclass
+class SequenceChecker:
+    """Checks one direction's sequence numbers (mod 2**16). Never skips silently.
+
+    ``check(seq)`` returns ``(accept, issue)``: a repeat of a recent frame is a
+    duplicate (not accepted again); an older frame is out of order (not
+    accepted); a jump forward is a gap (accepted, with the count missing).
+    """
+
+    expected: int | None = None
+    window: int = 256
+    recent: list[int] = field(default_factory=list)
+
+    def check(self, seq: int) -> tuple[bool, SequenceIssue | None]:
+        if self.expected is None:
+            self._accept(seq)
+            return True, None
+        expected = self.expected
+        if seq == expected:
+            self._accept(seq)
+            return True, None
+        ahead = (seq - expected) % SEQ_MODULO
+        if seq in self.recent:
+            return False, SequenceIssue("duplicate", expected, seq)
+        if ahead >= SEQ_MODULO - self.window:
+            return False, SequenceIssue("out_of_order", expected, seq)
+        self._accept(seq)
+        return True, SequenceIssue("gap", expected, seq, missing=ahead)
+
+    def _accept(self, seq: int) -> None:
+        self.expected = (seq + 1) % SEQ_MODULO
+        self.recent.append(seq)
+        if len(self.recent) > self.window:
+            del self.recent[0]
+
+    def reset(self) -> None:
+        """A new connection: the device's numbering restarts."""
+        self.expected = None
+        self.recent.clear()
