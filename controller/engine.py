@@ -30,7 +30,7 @@ from typing import Any
 
 from transitions import Machine, MachineError
 
-from controller.cards import Card, burn_value, pack
+from controller.cards import Card, burn_value, deck
 from controller.deviations import CATALOG, Deviation
 from controller.events import (
     Action,
@@ -158,6 +158,10 @@ class TableEngine:
             for source in sources:
                 for dest in dests:
                     self._add(trigger, source, dest)
+        # Open faults outlive the table day: a device broken overnight is still broken.
+        self._faults: dict[tuple[str, str], str | None] = {}
+        self._resume: str | None = None
+        self._fault_flagged = False
         self._reset_day()
 
     # ------------------------------------------------------------------ graph building
@@ -216,9 +220,6 @@ class TableEngine:
         self.checked_since_shoe = False
         self.shoe = 0
         self.round = 0
-        self._faults: dict[tuple[str, str], str | None] = {}
-        self._resume: str | None = None
-        self._fault_flagged = False
         self._end_shoe()
         self.shuffled = False
 
@@ -449,10 +450,9 @@ class TableEngine:
                     opened=str(self.open_date)))
 
     def _check_composition(self, event: DeckCheck, out: list[Output]) -> None:
-        expected = Counter(pack(self.decks))
         got = Counter(event.cards)
-        missing = expected - got
-        extra = got - expected
+        missing = Counter({c: self.decks - got[c] for c in deck() if got[c] < self.decks})
+        extra = Counter({c: n - self.decks for c, n in got.items() if n > self.decks})
         if missing:
             names = sorted(str(c) for c in missing.elements())
             out.append(self._make(

@@ -260,7 +260,11 @@ def _req(obj: Mapping[str, Any], key: str) -> Any:
     return obj[key]
 
 
-def _int(obj: Mapping[str, Any], key: str, *, required: bool = True, minimum: int = 0) -> Any:
+MAX_DECKS = 24  # no game uses more than 8; a bigger number is a typo, not a pack
+
+
+def _int(obj: Mapping[str, Any], key: str, *, required: bool = True, minimum: int = 0,
+         maximum: int | None = None) -> Any:
     if not required and obj.get(key) is None:
         return None
     value = _req(obj, key)
@@ -268,6 +272,8 @@ def _int(obj: Mapping[str, Any], key: str, *, required: bool = True, minimum: in
         raise EventError(key, f"expected an integer, got {value!r}")
     if value < minimum:
         raise EventError(key, f"must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise EventError(key, f"must be <= {maximum}, got {value}")
     return value
 
 
@@ -350,7 +356,7 @@ def parse_event(obj: object) -> Event:
                 raise EventError("table", "missing" if table is None else f"bad table {table!r}")
             return TableOpen(
                 table=table,
-                decks=_int(obj, "decks", minimum=1),
+                decks=_int(obj, "decks", minimum=1, maximum=MAX_DECKS),
                 sabot=None if obj.get("sabot") is None else str(obj["sabot"]),
                 deck_lots=_lots(obj, "deck_lots"),
                 **common,

@@ -1,0 +1,259 @@
+"""Casino stud poker referee (003 §4, §6–7, §10β–γ): card counts, void hands, the result.
+
+A round is: ``bets_closed`` with ``players``, the deal (five cards each, one at a time,
+to P1 … Pn from the dealer's left and then the dealer, whose fifth card is face up),
+the dealer's ``stub_count`` of the cards left in hand, ``round_end``.
+
+* ``stub_count`` must be 52 − 5 × (players + 1) (003 §4); otherwise ``DEAL_COUNT``
+  at once. A round that ends without a stub count is ``DEAL_COUNT`` ("stub not
+  counted"): §4 makes the count part of every deal.
+* When cards are read, each hand's cards are counted at ``round_end``. A card with
+  ``to`` ("P3", "dealer") counts for that hand; a card without one is placed by its
+  position in the dealing order. A player with other than five cards has that hand
+  void (§10β); a dealer with other than five voids every player's hand (§10γ). Both
+  are one ``DEAL_COUNT`` naming the void hands and every hand's count.
+* The round note shows every hand with its cards and rank, whether the dealer
+  qualifies (ace-king or better, §6α) and each player's result against the dealer in
+  units of the ante, *assuming the player raised* (folds are not events; a player who
+  folded lost the ante, §5α).
+
+Exactly one ``Note("round")`` per round, from :meth:`StudReferee.end`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from controller.events import BetsClosed, CardDrawn
+from controller.outputs import Note, Output
+from controller.poker import HandValue, dealer_qualifies, evaluate, settle
+from controller.profiles import Profile
+from controller.rounds import CardLedger, DeviationFactory, register_referee
+
+DECK = 52
+HAND_SIZE = 5
+DEALER = "dealer"
+_SEAT = re.compile(r"^P0*([1-9]\d*)$", re.IGNORECASE)
+
+
+def hand_name(to: str) -> str:
+    """Canonical hand name: ``"P3"`` (any case, leading zeros dropped), ``"dealer"``;
+    anything else is kept as given (a card to somewhere that is not a hand)."""
+    text = to.strip()
+    if text.lower() == DEALER:
+        return DEALER
+    m = _SEAT.match(text)
+    return f"P{int(m.group(1))}" if m else text
+
+
+def expected_stub(players: int) -> int:
+    """003 §4: the cards left in the dealer's hand after five to each player and himself."""
+    return DECK - HAND_SIZE * (players + 1)
+
+
+def dealing_order(players: int) -> list[str]:
+    """One round of the deal: P1 … Pn from the dealer's left, then the dealer."""
+    return [f"P{i}" for i in range(1, players + 1)] + [DEALER]
+
+
+class StudReferee(CardLedger):
+    """Counts a stud round's cards, voids hands dealt the wrong number, shows the result."""
+
+    def __init__(self, profile: Profile, make: DeviationFactory) -> None:
+        super().__init__(profile, make)
+        self.qualify_rule = profile.stud.dealer_qualifies if profile.stud else "ace-king"
+        self.raise_multiple = profile.stud.raise_multiple if profile.stud else 2
+        self._clear()
+
+    def _clear(self) -> None:
+        self.drawn: list[tuple[str, str | None]] = []  # (card, event.to) in dealing order
+        self.exposed: list[bool] = []
+        self.stubs: list[int] = []
+
+    # ------------------------------------------------------------------ the seam
+
+    def begin(self, round_no: int, bets: BetsClosed) -> list[Output]:
+        out = super().begin(round_no, bets)
+        self._clear()
+        return out
+
+    def card(self, event: CardDrawn) -> list[Output]:
+        out = super().card(event)
+        self.drawn.append((str(event.card), event.to))
+        self.exposed.append(event.exposed)
+        return out
+
+    def stub_count(self, count: int) -> list[Output]:
+        out = super().stub_count(count)
+        self.stubs.append(count)
+        players, how = self._players()
+        if players is not None:
+            expected = expected_stub(players)
+            if count != expected:
+                dealt = DECK - count
+                should = DECK - expected
+                diff = dealt - should
+                what = (f"{diff} card(s) too many dealt" if diff > 0
+                        else f"{-diff} card(s) too few dealt")
+                out.append(self.make(
+                    "DEAL_COUNT",
+                    f"stub counted {count}, expected {expected} = 52 − 5 × ({players} "
+                    f"player(s) + dealer): {what} (003 §4)",
+                    check="stub", count=count, expected=expected, players=players,
+                    players_from=how, cards_read=len(self.drawn)))
+        elif not any(expected_stub(p) == count for p in range(1, DECK // HAND_SIZE)):
+            out.append(self.make(
+                "DEAL_COUNT",
+                f"stub counted {count}: no number of players leaves that many cards "
+                f"(52 − 5 × (players + dealer)) (003 §4)",
+                check="stub", count=count, expected=None, players=None, players_from=None,
+                cards_read=len(self.drawn)))
+        return out
+
+    def end(self) -> list[Output]:
+        base = super().end()
+        out: list[Output] = [o for o in base if not (isinstance(o, Note) and o.kind == "round")]
+        data: dict[str, Any] = {}
+        for o in base:
+            if isinstance(o, Note) and o.kind == "round":
+                data = dict(o.data)
+        data.setdefault("round", self.round_no)
+        players, how = self._players()
+        data["players"] = players
+        if how != "bets_closed":
+            data["players_from"] = how
+        expected = expected_stub(players) if players is not None else None
+        data["stub"] = {"count": self.stubs[-1] if self.stubs else None, "expected": expected}
+        if not self.stubs:
+            out.append(self.make(
+                "DEAL_COUNT",
+                f"round {self.round_no} ended without the stub count"
+                + (f" (expected {expected})" if expected is not None else "")
+                + ": the dealer must count the cards left after the deal (003 §4)",
+                check="stub", count=None, expected=expected, players=players,
+                players_from=how, cards_read=len(self.drawn), why="stub not counted"))
+        owners = self._owners(players)
+        data["cards"] = [
+            {"card": card, "to": owner, "why": "exposed" if exposed else "deal"}
+            for (card, _), owner, exposed in zip(self.drawn, owners, self.exposed, strict=True)
+        ]
+        text = f"round {self.round_no}: {len(self.drawn)} cards"
+        if players is not None and self.drawn:
+            dev, text = self._judge(players, owners, data)
+            if dev is not None:
+                out.append(dev)
+        elif not self.drawn:
+            text += " (cards not read: hands not shown)"
+        out.append(Note("round", text, data))
+        return out
+
+    # ------------------------------------------------------------------ internals
+
+    def _players(self) -> tuple[int | None, str | None]:
+        """The number of players: from ``bets_closed``, else from the cards (the highest
+        seat named by ``to``, or whole rounds of the deal), else unknown."""
+        if self.bets is not None and self.bets.players is not None:
+            return self.bets.players, "bets_closed"
+        seats = [int(m.group(1)) for _, to in self.drawn if to is not None
+                 for m in [_SEAT.match(to.strip())] if m]
+        if seats:
+            return max(seats), "cards"
+        n = len(self.drawn)
+        if n >= 2 * HAND_SIZE and n % HAND_SIZE == 0 and all(to is None for _, to in self.drawn):
+            return n // HAND_SIZE - 1, "cards"
+        return None, None
+
+    def _owners(self, players: int | None) -> list[str]:
+        """Whose hand each card went to: its ``to``, else its place in the dealing order."""
+        order = dealing_order(players) if players else None
+        owners = []
+        for i, (_, to) in enumerate(self.drawn):
+            if to is not None and to.strip():
+                owners.append(hand_name(to))
+            elif order is not None:
+                owners.append(order[i % len(order)])
+            else:
+                owners.append("round")
+        return owners
+
+    def _judge(self, players: int, owners: list[str],
+               data: dict[str, Any]) -> tuple[Any, str]:
+        seats = dealing_order(players)
+        cards: dict[str, list[str]] = {h: [] for h in seats}
+        stray: dict[str, list[str]] = {}
+        for (card, _), owner in zip(self.drawn, owners, strict=True):
+            (cards if owner in cards else stray).setdefault(owner, []).append(card)
+        counts = {h: len(c) for h, c in cards.items()}
+        dealer_wrong = counts[DEALER] != HAND_SIZE
+        wrong = [h for h in seats[:-1] if counts[h] != HAND_SIZE]
+        void = seats[:-1] if dealer_wrong else wrong
+        dev = None
+        if dealer_wrong or wrong or stray:
+            parts = []
+            if dealer_wrong:
+                parts.append(f"the dealer has {counts[DEALER]} card(s), not 5: every hand is "
+                             f"void (003 §10γ)")
+            if wrong:
+                listed = ", ".join(f"{h} {counts[h]}" for h in wrong)
+                if dealer_wrong:
+                    parts.append(f"also wrong: {listed}")
+                else:
+                    parts.append(f"{listed} card(s), not 5: "
+                                 f"{'that hand is' if len(wrong) == 1 else 'those hands are'} "
+                                 f"void (003 §10β)")
+            if stray:
+                listed = ", ".join(f"{len(c)} to {h}" for h, c in stray.items())
+                parts.append(f"card(s) to no hand in play ({listed})")
+            dev = self.make(
+                "DEAL_COUNT", f"round {self.round_no}: " + "; ".join(parts),
+                check="hands", void=list(void), counts=counts, dealer=counts[DEALER],
+                players=players, stray={h: list(c) for h, c in stray.items()},
+                assigned="to" if all(to for _, to in self.drawn) else (
+                    "dealing order" if all(to is None for _, to in self.drawn) else "mixed"))
+        values: dict[str, HandValue] = {
+            h: evaluate(c) for h, c in cards.items() if len(c) == HAND_SIZE}
+        dealer_value = values.get(DEALER)
+        qualifies = (dealer_qualifies(dealer_value, self.qualify_rule)
+                     if dealer_value is not None else None)
+        hands: dict[str, Any] = {}
+        for h, c in cards.items():
+            entry: dict[str, Any] = {"cards": c, "count": len(c),
+                                     "rank": values[h].name if h in values else None,
+                                     "void": h in void}
+            if h == DEALER:
+                entry["up_card"] = c[HAND_SIZE - 1] if len(c) >= HAND_SIZE else None
+                entry["qualifies"] = qualifies
+            hands[h] = entry
+        results: dict[str, Any] = {}
+        for h in seats[:-1]:
+            if h in void:
+                results[h] = {"outcome": "void"}
+            elif dealer_value is not None and h in values:
+                results[h] = settle(values[h], dealer_value, self.raise_multiple,
+                                    self.qualify_rule).to_record()
+        data.update({
+            "hands": hands, "dealer_qualifies": qualifies, "results": results,
+            "void": list(void), "raise_assumed": True,
+        })
+        if stray:
+            data["stray"] = {h: list(c) for h, c in stray.items()}
+        text = f"round {self.round_no}: {players} player(s), {len(self.drawn)} cards; "
+        if dealer_value is None:
+            text += f"dealer {counts[DEALER]} card(s): every hand void"
+        else:
+            text += (f"dealer {' '.join(cards[DEALER])} {dealer_value.name}, "
+                     + ("qualifies" if qualifies else "does not qualify"))
+        for h in seats[:-1]:
+            r = results.get(h)
+            if r is None:
+                continue
+            if r["outcome"] == "void":
+                text += f"; {h} void ({counts[h]} cards)" if not dealer_wrong else ""
+                continue
+            text += (f"; {h} {values[h].name}: {r['outcome']} "
+                     f"(ante {r['ante']:+d}, raise {r['raise']:+d})")
+        return dev, text
+
+
+register_referee("stud-poker", StudReferee)
