@@ -15,7 +15,6 @@ the engine.
 
 from __future__ import annotations
 
-import copy
 import functools
 import random
 import re
@@ -76,10 +75,18 @@ def _day(name: str, seed: int, plan: tuple[tuple[str, Any], ...]) -> tuple[Step,
     return tuple(table_day(prof(name), seed, DayPlan(**dict(plan))))
 
 
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
 def day(name: str, seed: int = 0, **plan: Any) -> list[Step]:
     """A correct table day (cached), returned as fresh steps whose events may be edited."""
     steps = _day(name, seed, tuple(sorted(plan.items())))
-    return [Step(s.phase, copy.deepcopy(s.event), s.shoe, s.round) for s in steps]
+    return [Step(s.phase, _copy(s.event), s.shoe, s.round) for s in steps]
 
 
 def events(steps: Iterable[Step]) -> list[dict[str, Any]]:
@@ -97,6 +104,35 @@ def first(steps: list[Step], phase: str, **kw: Any) -> int:
     found = where(steps, phase, **kw)
     assert found, f"no {phase} step {kw or ''}"
     return found[0]
+
+
+BURN_PHASES = ("burn", "dealer_change_burn")
+
+
+def round_cards(steps: list[Step], rnd: int) -> list[int]:
+    """Indices of the cards dealt in round ``rnd`` (burn cards left out)."""
+    return [i for i, s in enumerate(steps) if s.event["type"] == "card" and s.round == rnd
+            and s.phase not in BURN_PHASES]
+
+
+def drop(steps: list[Step], *idx: int) -> list[Step]:
+    gone = set(idx)
+    return [s for i, s in enumerate(steps) if i not in gone]
+
+
+def move(steps: list[Step], i: int, before: int) -> list[Step]:
+    """Move step ``i`` so that it comes just before step ``before`` (original indices)."""
+    out = list(steps)
+    step = out.pop(i)
+    out.insert(before if before < i else before - 1, step)
+    return out
+
+
+def insert(steps: list[Step], at: int, *evs: dict[str, Any], phase: str = "inserted") -> list[Step]:
+    """Insert events before step ``at`` (tagged with the shoe and round of the step there)."""
+    ref = steps[min(at, len(steps) - 1)]
+    new = [Step(phase, ev, ref.shoe, ref.round) for ev in evs]
+    return steps[:at] + new + steps[at:]
 
 
 def citations(profile: Profile) -> set[str]:
@@ -133,8 +169,9 @@ def check_outputs(engine: TableEngine, before: str, outs: list[Any]) -> None:
         assert (moves[0].source, moves[0].dest) == (before, after), moves[0]
         assert prompts[0].state == after and prompts[0].text, prompts[0]
         assert prompts[0] == engine.prompt()
-    else:
-        assert not moves and not prompts, (before, outs)
+    else:  # no state change: no transition; a prompt, if any, is last and current
+        assert not moves, (before, outs)
+        assert len(prompts) <= 1 and all(o is outs[-1] and o.state == after for o in prompts)
     if any(isinstance(o, Transition) and o.under_fault for o in outs):
         assert before == after == DEVICE_FAULT
         assert isinstance(outs[-1], Transition), outs

@@ -1,0 +1,633 @@
+"""Blackjack referee (000 §7, §12–15; 002 §3 2.6–2.7, 3.4–3.7, 4.4; 004 §3.10–3.16).
+
+The engine hands the referee every card of a round (burns never reach it) and the
+dealer's ``action`` records; the referee lays the cards out on the hands by the
+profile's ``[blackjack]`` rules and flags what the rules forbid. docs/dealing-blackjack.md
+is the full description; in short:
+
+* ``bets_closed.boxes`` names the boxes in play, in dealing order. Without boxes the
+  round is only recorded (the base :class:`~controller.rounds.CardLedger`).
+* The initial deal: one card to each box, one to the dealer, a second to each box, and
+  with ``dealer_hole_card`` the dealer's hole card. With ``peek = "ace"`` and an ace up,
+  a dealer blackjack ends the round there.
+* Then each card goes to the hand in play: the first hand, left to right (split hands in
+  order), that is not finished. A hand finishes by itself at bust, at 21, after the one
+  card of a double and after the one card on a split ace; otherwise by ``stand``,
+  ``surrender`` or ``decline``. When every hand is finished the cards are the dealer's,
+  who draws to 16 and stands on 17 (soft 17 by ``dealer_stands_soft_17``).
+* A card event's ``to`` ("box3", "box3.2", "dealer", "discard") says where the card went;
+  it is checked against the rules: a card named to a finished hand is
+  ``CARD_TO_FINISHED_HAND``; a card named to a later hand, or to the dealer, finishes the
+  hands before it as if they had stood.
+* ``exposed`` cards are burned (000 §7, ``EXPOSED_CARD`` info); ``unrequested`` cards are
+  offered to the next hands (``accept`` / ``decline``), then to the dealer until 17, and
+  the rest are burned; a hand that declines is finished.
+
+A card or action the rules forbid is flagged once, at the event, and the round goes on as
+the table played it (a forbidden double still takes its one card), so one mistake is one
+deviation. A card the rules forbid (to a finished hand, a dealer draw on 17 or more) is
+recorded where it went but does not count in that hand's total.
+
+Exactly one ``Note("round")`` per round, from :meth:`BlackjackReferee.end`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from controller.cards import Card, blackjack_total
+from controller.events import BetsClosed, CardDrawn
+from controller.outputs import Note, Output
+from controller.profiles import BlackjackRule, Profile
+from controller.rounds import CardLedger, DeviationFactory, register_referee
+
+DEALER = "dealer"
+DISCARD = "discard"
+_BOX = re.compile(r"^(?:box)?0*([1-9]\d*)(?:\.0*([1-9]\d*))?$")
+
+# Greek §12 rules, used when a profile has no [blackjack] section (never for a valid one).
+_DEFAULT_RULE = BlackjackRule(
+    source="000 §12", dealer_hole_card=False, peek="none", dealer_stands_soft_17=True,
+    max_splits=2, split_aces_max=1, split_second_cards="sequential",
+    double="total-11-or-less", double_after_split=True, surrender="none")
+
+
+def dealer_must_draw(cards: list[Card], stands_soft_17: bool = True) -> bool:
+    """The dealer's rule (000 §12γ, 002 §3 4.4 ii, 004 §3.10): draw to 16, stand on 17 —
+    an ace counts 11 whenever that makes 17–21; soft 17 draws only when the profile says."""
+    total, soft = blackjack_total(cards)
+    return total < 17 or (total == 17 and soft and not stands_soft_17)
+
+
+def is_blackjack(cards: list[Card]) -> bool:
+    """Two cards making 21: an ace and a ten-value card."""
+    return len(cards) == 2 and blackjack_total(cards)[0] == 21
+
+
+class _Box:
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.hands: list[_Hand] = []
+        self.splits = 0
+        self.ace_splits = 0
+
+
+class _Rec:
+    """One card of the round and where it ended up (a hand, the dealer, the discard)."""
+
+    __slots__ = ("card", "hand", "void", "why")
+
+    def __init__(self, card: Card, hand: _Hand | None, why: str, void: bool = False) -> None:
+        self.card = card
+        self.hand = hand  # None: the discard (or an offered card not yet placed)
+        self.why = why
+        self.void = void
+
+
+class _Hand:
+    def __init__(self, box: _Box | None) -> None:
+        self.box = box  # None: the dealer
+        self.recs: list[_Rec] = []
+        self.from_split = False
+        self.split_aces = False
+        self.doubled_at: int | None = None  # cards held when the double was taken
+        self.surrendered = False
+        self.refused = False
+        self.stood = False
+        self.done = False
+
+    @property
+    def cards(self) -> list[Card]:
+        return [r.card for r in self.recs if not r.void]
+
+    @property
+    def void(self) -> list[Card]:
+        return [r.card for r in self.recs if r.void]
+
+    @property
+    def total(self) -> int:
+        return blackjack_total(self.cards)[0]
+
+    @property
+    def natural(self) -> bool:
+        """A blackjack: the box's own first two cards; 21 after a split is not one."""
+        return not self.from_split and is_blackjack(self.cards)
+
+    @property
+    def double_pending(self) -> bool:
+        return self.doubled_at is not None and len(self.cards) <= self.doubled_at
+
+
+class BlackjackReferee(CardLedger):
+    """Lays a blackjack round out on its hands and checks every card and action."""
+
+    def __init__(self, profile: Profile, make: DeviationFactory) -> None:
+        super().__init__(profile, make)
+        self.rule = profile.blackjack or _DEFAULT_RULE
+        self._clear()
+
+    def _clear(self) -> None:
+        self.active = False
+        self.boxes: list[_Box] = []
+        self.dealer = _Hand(None)
+        self.recs: list[_Rec] = []
+        self.slots: list[_Hand] = []
+        self.slot_i = 0
+        self.initial_done = False
+        self.peeked = False
+        self.peeked_blackjack = False
+        self.offers: list[_Rec] = []
+        self.offer_from: _Hand | None = None
+
+    # ------------------------------------------------------------------ the seam
+
+    def begin(self, round_no: int, bets: BetsClosed) -> list[Output]:
+        out = super().begin(round_no, bets)
+        self._clear()
+        numbers = list(dict.fromkeys(bets.boxes or ()))
+        if not numbers:
+            return out  # no boxes named: the round is only recorded
+        self.active = True
+        for n in numbers:
+            box = _Box(n)
+            box.hands.append(_Hand(box))
+            self.boxes.append(box)
+        first = [b.hands[0] for b in self.boxes]
+        self.slots = [*first, self.dealer, *first]
+        if self.rule.dealer_hole_card:
+            self.slots.append(self.dealer)
+        return out
+
+    def card(self, event: CardDrawn) -> list[Output]:
+        if not self.active:
+            return super().card(event)
+        out: list[Output] = []
+        card = event.card
+        to = (event.to or "").strip().lower()
+        if event.exposed and not event.unrequested:
+            burn = self.profile.exposed_card.handling == "burn"
+            out.append(self.make(
+                "EXPOSED_CARD", f"{card} came out face up: "
+                + ("burned, play continues" if burn else "used in the hand"),
+                card=str(card), round=self.round_no,
+                handling=self.profile.exposed_card.handling))
+            if burn:
+                self.recs.append(_Rec(card, None, "exposed"))
+                return out
+        elif to in (DISCARD, "burn") and not event.unrequested and self.initial_done:
+            out.append(self.make(
+                "EXPOSED_CARD", f"{card} went to the discard during the round: burned",
+                card=str(card), round=self.round_no, handling="burn"))
+            self.recs.append(_Rec(card, None, "exposed"))
+            return out
+        if not self.initial_done:
+            self._initial(card)
+        elif event.unrequested:
+            self._unrequested(card)
+        else:
+            out += self._play_card(card, to)
+        self._settle()
+        return out
+
+    def action(self, action: str) -> list[Output]:
+        if not self.active:
+            return []
+        out: list[Output] = []
+        if not self.initial_done:
+            out.append(self._not_allowed(action, None, "the initial deal is not complete"))
+        elif action in ("accept", "decline"):
+            out += self._offer_answer(action)
+        else:
+            hand = self._in_play()
+            if hand is None:
+                if action != "stand":  # a stand with no hand in play changes nothing
+                    why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
+                           else "every hand is finished")
+                    out.append(self._not_allowed(action, None, why))
+            elif action == "stand":
+                out += self._stand(hand)
+            elif action == "double":
+                out += self._double(hand)
+            elif action == "split":
+                out += self._split(hand)
+            elif action == "surrender":
+                out += self._surrender(hand)
+        self._settle()
+        return out
+
+    def end(self) -> list[Output]:
+        if not self.active:
+            return super().end()
+        out: list[Output] = []
+        if self.initial_done:
+            for hand in self._hands():  # a hand still open at round_end stood
+                if not hand.done:
+                    hand.done = hand.stood = True
+            self._settle()
+            if (not self.peeked_blackjack and self._must_draw() and not self._moot()):
+                total, soft = blackjack_total(self.dealer.cards)
+                out.append(self.make(
+                    "DEALER_DRAW_RULE",
+                    f"the dealer stood on {'soft ' if soft else ''}{total}: the dealer draws "
+                    f"to 16 and stands on 17" + ("" if self.rule.dealer_stands_soft_17
+                                                 else " (soft 17 draws)"),
+                    round=self.round_no, dealer=[str(c) for c in self.dealer.cards],
+                    total=total, soft=soft, drew=False))
+        out.append(self._note())
+        return out
+
+    # ------------------------------------------------------------------ hands and names
+
+    def _hands(self) -> list[_Hand]:
+        return [h for b in self.boxes for h in b.hands]
+
+    def _in_play(self) -> _Hand | None:
+        """The hand actions apply to: the first hand not finished."""
+        return next((h for h in self._hands() if not h.done), None)
+
+    def _name(self, hand: _Hand | None) -> str:
+        if hand is None:
+            return DISCARD
+        if hand.box is None:
+            return DEALER
+        box = hand.box
+        if box.splits == 0 and len(box.hands) == 1:
+            return f"box{box.number}"
+        return f"box{box.number}.{box.hands.index(hand) + 1}"
+
+    def _hint(self, text: str) -> _Hand | str | None:
+        """``card.to`` (lower case) read as a hand or the dealer; None if absent or unknown."""
+        if text == DEALER:
+            return DEALER
+        m = _BOX.match(text)
+        if not m:
+            return None
+        box = next((b for b in self.boxes if b.number == int(m.group(1))), None)
+        if box is None:
+            return None
+        if m.group(2) is None:  # the box: its first open hand, else its last hand
+            return next((h for h in box.hands if not h.done and not self._ace_pending(h)),
+                        box.hands[-1])
+        i = int(m.group(2)) - 1
+        return box.hands[i] if i < len(box.hands) else None
+
+    def _burns(self) -> bool:
+        return self.profile.exposed_card.handling == "burn"
+
+    def _ace_pending(self, hand: _Hand) -> bool:
+        """A split ace holding its one card, another ace: finished for cards, but the table
+        may still split it (judged by the split rules when it does)."""
+        return (hand.box is not None and not hand.done and hand.split_aces
+                and len(hand.cards) == 2 and all(c.rank == "A" for c in hand.cards))
+
+    # ------------------------------------------------------------------ cards
+
+    def _put(self, hand: _Hand, card: Card, why: str) -> None:
+        rec = _Rec(card, hand, why)
+        self.recs.append(rec)
+        hand.recs.append(rec)
+        if hand.box is not None:
+            self._after_card(hand)
+
+    def _after_card(self, hand: _Hand) -> None:
+        n = len(hand.cards)
+        bust_or_21 = hand.total >= 21
+        doubled = hand.doubled_at is not None and n > hand.doubled_at
+        split_ace = hand.split_aces and n >= 2 and not self._ace_pending(hand)
+        hand.done = hand.done or bust_or_21 or doubled or split_ace
+
+    def _initial(self, card: Card) -> None:
+        hand = self.slots[self.slot_i]
+        self.slot_i += 1
+        self._put(hand, card, "initial")
+        if self.slot_i < len(self.slots):
+            return
+        self.initial_done = True
+        up = self.dealer.cards[0]
+        if self.rule.dealer_hole_card and self.rule.peek == "ace" and up.rank == "A":
+            self.peeked = True
+            if is_blackjack(self.dealer.cards):
+                self.peeked_blackjack = True
+                self.dealer.done = True
+                for h in self._hands():
+                    h.done = True
+
+    def _card_target(self) -> _Hand | None:
+        """The hand the next card goes to (None: the dealer)."""
+        while True:
+            hand = self._in_play()
+            if hand is None:
+                return None
+            if self._ace_pending(hand):  # it had its one card: a card means no resplit
+                hand.done = True
+                continue
+            if self.rule.split_second_cards == "both-first" and hand.box is not None:
+                waiting = [h for h in hand.box.hands if not h.done and len(h.cards) == 1]
+                if waiting:
+                    return waiting[0]
+            return hand
+
+    def _play_card(self, card: Card, to: str) -> list[Output]:
+        target = self._card_target()
+        hint = self._hint(to)
+        if isinstance(hint, _Hand) and hint is not target:
+            if hint.done or self._ace_pending(hint):
+                return self._to_finished(hint, card)
+            self._stand_before(hint)
+            target = hint
+        elif hint == DEALER and target is not None:
+            self._stand_before(None)
+            target = None
+        if target is None:
+            return self._dealer_card(card)
+        if target.double_pending:
+            why = "double"
+        elif target.from_split and len(target.cards) == 1:
+            why = "split"
+        else:
+            why = "hit"
+        self._put(target, card, why)
+        return []
+
+    def _stand_before(self, hand: _Hand | None) -> None:
+        """A card named to ``hand`` (None: the dealer) finishes the open hands before it."""
+        for h in self._hands():
+            if h is hand:
+                return
+            if not h.done and len(h.cards) >= 2 and not h.double_pending:
+                h.done = h.stood = True
+
+    def _to_finished(self, hand: _Hand, card: Card) -> list[Output]:
+        if hand.refused:
+            why = "it declined an offered card and may draw no more (000 §7)"
+        elif hand.surrendered:
+            why = "it surrendered"
+        elif hand.total > 21:
+            why = f"it is bust ({hand.total})"
+        elif hand.total == 21:
+            why = "it has 21"
+        elif hand.doubled_at is not None:
+            why = "it doubled and had its one card"
+        elif hand.split_aces:
+            why = "a split ace takes one card"
+        elif self.peeked_blackjack:
+            why = "the dealer's blackjack ended the round"
+        else:
+            why = "it stood"
+        rec = _Rec(card, hand, "hit", void=True)
+        self.recs.append(rec)
+        hand.recs.append(rec)
+        name = self._name(hand)
+        return [self.make(
+            "CARD_TO_FINISHED_HAND", f"{card} to {name}, which is finished: {why}",
+            card=str(card), hand=name, cards=[str(c) for c in hand.cards], total=hand.total,
+            reason=why, round=self.round_no)]
+
+    def _must_draw(self) -> bool:
+        return dealer_must_draw(self.dealer.cards, self.rule.dealer_stands_soft_17)
+
+    def _dealer_card(self, card: Card) -> list[Output]:
+        self._settle()
+        if self._must_draw() and not self.peeked_blackjack:
+            self._put(self.dealer, card, "dealer")
+            return []
+        total, soft = blackjack_total(self.dealer.cards)
+        rec = _Rec(card, self.dealer, "dealer", void=True)
+        self.recs.append(rec)
+        self.dealer.recs.append(rec)
+        what = ("blackjack (the round ended at the peek)" if self.peeked_blackjack
+                else f"{'soft ' if soft else ''}{total}")
+        return [self.make(
+            "DEALER_DRAW_RULE", f"the dealer drew {card} on {what}: the dealer stands on 17 "
+            "or more", card=str(card), round=self.round_no,
+            dealer=[str(c) for c in self.dealer.cards], total=total, soft=soft, drew=True)]
+
+    def _moot(self) -> bool:
+        """No hand's result can depend on the dealer drawing on (002 §3 4.4 iii): every hand
+        is bust or surrendered, or a blackjack the dealer can no longer tie."""
+        dealer = self.dealer.cards
+        for hand in self._hands():
+            if hand.surrendered or hand.total > 21:
+                continue
+            if hand.natural:
+                if len(dealer) == 1 and dealer[0].pip in (1, 10):
+                    return False
+                continue
+            return False
+        return True
+
+    # ------------------------------------------------------------------ offers (000 §7)
+
+    def _unrequested(self, card: Card) -> None:
+        origin = self._in_play()
+        rec = _Rec(card, None, "offered")
+        self.recs.append(rec)
+        if origin is None:  # no player left: the dealer's, until 17
+            self._to_dealer_or_burn(rec)
+            return
+        if not self.offers:
+            self.offer_from = origin
+        self.offers.append(rec)
+
+    def _offer_target(self) -> _Hand | None:
+        hands = self._hands()
+        start = hands.index(self.offer_from) + 1 if self.offer_from in hands else 0
+        return next((h for h in hands[start:]
+                     if not h.done and not self._ace_pending(h) and not h.double_pending),
+                    None)
+
+    def _offer_answer(self, action: str) -> list[Output]:
+        target = self._offer_target() if self.offers else None
+        if target is None:
+            return [self._not_allowed(action, None, "no card is on offer")]
+        if action == "accept":
+            rec = self.offers.pop(0)
+            rec.hand = target
+            target.recs.append(rec)
+            self._after_card(target)
+            if target.done:
+                self.offer_from = target
+        else:
+            target.refused = target.done = True
+            self.offer_from = target
+        return []
+
+    def _to_dealer_or_burn(self, rec: _Rec) -> None:
+        if self._must_draw() and not self.peeked_blackjack:
+            rec.hand = self.dealer
+            self.dealer.recs.append(rec)
+        else:
+            rec.hand = None
+
+    def _settle(self) -> None:
+        """Offered cards nobody can take any more go to the dealer until 17, the rest burn."""
+        if self.offers and self._offer_target() is None:
+            for rec in self.offers:
+                self._to_dealer_or_burn(rec)
+            self.offers = []
+
+    # ------------------------------------------------------------------ actions
+
+    def _not_allowed(self, action: str, hand: _Hand | None, why: str) -> Any:
+        name = self._name(hand) if hand is not None else None
+        text = f"{action}" + (f" on {name}" if name else "") + f" is not allowed: {why}"
+        evidence: dict[str, Any] = {"action": action, "reason": why, "round": self.round_no}
+        if hand is not None:
+            evidence |= {"hand": name, "cards": [str(c) for c in hand.cards],
+                         "total": hand.total}
+        return self.make("ACTION_NOT_ALLOWED", text, **evidence)
+
+    def _stand(self, hand: _Hand) -> list[Output]:
+        if len(hand.cards) < 2:
+            return [self._not_allowed("stand", hand, "a split hand gets its second card first")]
+        if hand.double_pending:
+            return [self._not_allowed("stand", hand, "a double takes one more card")]
+        hand.done = hand.stood = True
+        return []
+
+    def _double(self, hand: _Hand) -> list[Output]:
+        r = self.rule
+        n = len(hand.cards)
+        if n < 2 or hand.double_pending or self._ace_pending(hand):
+            why = ("the hand has already doubled" if hand.double_pending
+                   else "a split ace takes one card" if self._ace_pending(hand)
+                   else "a split hand gets its second card first")
+            return [self._not_allowed("double", hand, why)]
+        why = ""
+        if r.double == "none":
+            why = "this game has no double"
+        elif n != 2:
+            why = "a double is only on the first two cards"
+        elif hand.from_split and not r.double_after_split:
+            why = "no double after a split"
+        elif r.double == "total-11-or-less" and hand.total > 11:
+            soft = blackjack_total(hand.cards)[1]
+            why = f"the total is {'soft ' if soft else ''}{hand.total}; a double needs 11 or less"
+        hand.doubled_at = n
+        return [self._not_allowed("double", hand, why)] if why else []
+
+    def _split(self, hand: _Hand) -> list[Output]:
+        r = self.rule
+        box = hand.box
+        assert box is not None
+        cards = hand.cards
+        if len(cards) != 2 or hand.double_pending:
+            why = ("the hand has doubled" if hand.double_pending
+                   else "a split needs a hand of exactly two cards")
+            return [self._not_allowed("split", hand, why)]
+        aces = cards[0].rank == "A" and cards[1].rank == "A"
+        why = ""
+        if r.max_splits == 0:
+            why = "this game has no split"
+        elif cards[0].pip != cards[1].pip:
+            why = f"{cards[0]} and {cards[1]} are not of equal value"
+        elif box.splits >= r.max_splits:
+            why = f"box {box.number} has split {box.splits} time(s), the most allowed"
+        elif aces and box.ace_splits >= r.split_aces_max:
+            why = f"aces may be split {r.split_aces_max} time(s) only"
+        first, second = [rec for rec in hand.recs if not rec.void]
+        new = _Hand(box)
+        hand.recs.remove(second)
+        new.recs.append(second)
+        second.hand = new
+        for h in (hand, new):
+            h.from_split = True
+            h.split_aces = first.card.rank == "A"
+        box.hands.insert(box.hands.index(hand) + 1, new)
+        box.splits += 1
+        box.ace_splits += aces
+        return [self._not_allowed("split", hand, why)] if why else []
+
+    def _surrender(self, hand: _Hand) -> list[Output]:
+        if len(hand.cards) < 2:
+            return [self._not_allowed("surrender", hand,
+                                      "a split hand gets its second card first")]
+        why = ""
+        up = self.dealer.cards[0]
+        if self.rule.surrender == "none":
+            why = "this game has no surrender"
+        elif hand.from_split:
+            why = "no surrender after a split"
+        elif hand.doubled_at is not None:
+            why = "no surrender after a double"
+        elif len(hand.cards) != 2:
+            why = "surrender only before the third card"
+        elif up.rank == "A":
+            why = "no surrender against the dealer's ace"
+        hand.surrendered = hand.done = True
+        return [self._not_allowed("surrender", hand, why)] if why else []
+
+    # ------------------------------------------------------------------ the round note
+
+    def _outcome(self, hand: _Hand) -> str | None:
+        if not self.initial_done:
+            return None
+        if hand.surrendered:
+            return "surrender"
+        total = hand.total
+        dealer = self.dealer.cards
+        dealer_bj = is_blackjack(dealer)
+        dealer_total = blackjack_total(dealer)[0]
+        if total > 21:
+            return "lose"
+        if hand.natural:
+            return "push" if dealer_bj else "blackjack"
+        if dealer_bj or total < dealer_total <= 21:
+            return "lose"
+        if dealer_total > 21 or total > dealer_total:
+            return "win"
+        return "push"
+
+    def _note(self) -> Note:
+        pays = {"blackjack": "3:2", "win": "1:1"}
+        hands: list[dict[str, Any]] = []
+        parts: list[str] = []
+        for hand in self._hands():
+            total, soft = blackjack_total(hand.cards)
+            outcome = self._outcome(hand)
+            entry: dict[str, Any] = {
+                "hand": self._name(hand), "box": hand.box.number if hand.box else None,
+                "cards": [str(c) for c in hand.cards], "total": total, "soft": soft,
+                "blackjack": hand.natural, "bust": total > 21,
+                "doubled": hand.doubled_at is not None, "split": hand.from_split,
+                "surrendered": hand.surrendered, "refused": hand.refused,
+                "stake": 2 if hand.doubled_at is not None else 1,
+                "outcome": outcome, "pays": pays.get(outcome or ""),
+            }
+            if hand.void:
+                entry["void"] = [str(c) for c in hand.void]
+            hands.append(entry)
+            label = "blackjack" if hand.natural else ("bust" if total > 21 else str(total))
+            parts.append(f"{entry['hand']} {label} {outcome or '-'}")
+        d_total, d_soft = blackjack_total(self.dealer.cards)
+        dealer: dict[str, Any] = {
+            "cards": [str(c) for c in self.dealer.cards], "total": d_total, "soft": d_soft,
+            "blackjack": is_blackjack(self.dealer.cards), "bust": d_total > 21,
+            "peeked": self.peeked,
+        }
+        if self.dealer.void:
+            dealer["void"] = [str(c) for c in self.dealer.void]
+        up = self.dealer.cards[0] if self.dealer.cards else None
+        insurance = None
+        if up is not None and up.rank == "A" and self.initial_done:
+            insurance = "pays 2:1" if dealer["blackjack"] else "loses"
+        data: dict[str, Any] = {
+            "round": self.round_no,
+            "boxes": [b.number for b in self.boxes],
+            "complete": self.initial_done,
+            "hands": hands,
+            "dealer": dealer,
+            "insurance": insurance,
+            "cards": [{"card": str(r.card), "to": self._name(r.hand), "why": r.why}
+                      for r in self.recs],
+        }
+        d_label = "blackjack" if dealer["blackjack"] else ("bust" if d_total > 21
+                                                           else str(d_total))
+        text = f"round {self.round_no}: " + "; ".join(parts) + f"; dealer {d_label}"
+        if not self.initial_done:
+            text += " (initial deal not complete: not judged)"
+        return Note("round", text, data)
+
+
+register_referee("blackjack", BlackjackReferee)

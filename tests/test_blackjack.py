@@ -1,0 +1,971 @@
+"""The blackjack dealing rules (000 §7, §12–15; 002 §3 2.6–2.7, 3.4–3.7, 4.4; 004 §3.10–3.16).
+
+Rounds are built by hand (a script of cards and the dealer's actions, in the order the
+table sees them) and fed through the engine; the expected facts come from the seeds
+(PROCEDURES.md §4) written out here, not from the referee. A property test plays random
+correct rounds with a reference dealer written in this file (not the simulator) and
+injects one wrong dealer draw.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from conftest import Run, Table, events, prof, run
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from controller.cards import Card, blackjack_total, parse_card
+from controller.deviations import Deviation
+from controller.outputs import Note
+from controller.profiles import Profile
+from simulators.dealer import DayPlan, table_day
+
+BJ = ["gr-blackjack", "gr-blackjack-shuffler", "live-blackjack", "ru-blackjack"]
+GREEK = ["gr-blackjack", "gr-blackjack-shuffler"]
+NO_HOLE = ["gr-blackjack", "gr-blackjack-shuffler", "ru-blackjack"]  # 000 §12α, 004 §3.10
+DEALING = {"DEALER_DRAW_RULE", "CARD_TO_FINISHED_HAND", "ACTION_NOT_ALLOWED", "EXPOSED_CARD"}
+ACTIONS = {"stand", "double", "split", "surrender", "accept", "decline"}
+
+
+# --------------------------------------------------------------------------- hand-built rounds
+
+
+@dataclass
+class Played:
+    run: Run
+    note: Note
+    per_item: list[list[str]]  # dealing codes raised by each script item (0 = bets_closed)
+    at_end: list[str]
+
+    @property
+    def codes(self) -> Counter[str]:
+        return Counter(c for item in [*self.per_item, self.at_end] for c in item)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return dict(self.note.data)
+
+    def hand(self, name: str) -> dict[str, Any]:
+        return next(h for h in self.data["hands"] if h["hand"] == name)
+
+    def dealer(self) -> dict[str, Any]:
+        return dict(self.data["dealer"])
+
+    def devs(self, code: str) -> list[Deviation]:
+        return self.run.devs(code)
+
+
+def table(profile: str | Profile) -> Table:
+    name = profile if isinstance(profile, str) else profile.name
+    t = Table(name)
+    if isinstance(profile, Profile):
+        t.profile = profile
+        t.run = Run.of(profile)
+    return t.prepare()
+
+
+def _send_card(t: Table, rank: str, **fields: Any) -> list[Any]:
+    """Deal the next card of ``rank`` (any suit) from the shoe, with extra card fields."""
+    i = next(j for j in range(t.pos, len(t.stack)) if t.stack[j][0] == rank)
+    t.stack.insert(t.pos, t.stack.pop(i))
+    out = t.send("card", card=t.stack[t.pos], **fields)
+    t.pos += 1
+    t.out += 1
+    return out
+
+
+def _codes(outs: list[Any]) -> list[str]:
+    return [o.code for o in outs if isinstance(o, Deviation) and o.code in DEALING]
+
+
+def play(profile: str | Profile, boxes: list[int], *script: Any) -> Played:
+    """One round: ``bets_closed`` with ``boxes``, the script, ``round_end``.
+
+    Script items: a rank (``"T"``, ``"A"``, ``"7"``) deals the next card of that rank; an
+    action name sends that action; a dict is a card with extra fields
+    (``{"card": "5", "exposed": True}``)."""
+    t = table(profile)
+    per_item = [_codes(t.bets(boxes=boxes))]
+    for item in script:
+        if isinstance(item, dict):
+            fields = dict(item)
+            per_item.append(_codes(_send_card(t, fields.pop("card"), **fields)))
+        elif item in ACTIONS:
+            per_item.append(_codes(t.send("action", action=item)))
+        else:
+            per_item.append(_codes(_send_card(t, item)))
+    outs = t.send("round_end")
+    notes = [o for o in outs if isinstance(o, Note) and o.kind == "round"]
+    assert len(notes) == 1
+    assert t.run.proc() == {}, t.run.codes()
+    return Played(t.run, notes[0], per_item, _codes(outs))
+
+
+def deal(profile: str, boxes_first: str, up: str, boxes_second: str, hole: str = "") -> list[str]:
+    """The initial deal as script items: first cards, the dealer's up card, second cards and,
+    in the live game, the hole card (002 §3 3.4)."""
+    items = [*boxes_first, up, *boxes_second]
+    if prof(profile).blackjack.dealer_hole_card:  # type: ignore[union-attr]
+        items.append(hole or "9")
+    return items
+
+
+def dealer_rest(profile: str, cards: str) -> str:
+    """The dealer's cards after the boxes: in the live game the first of ``cards`` was the
+    hole card, dealt in the initial deal."""
+    return cards[1:] if prof(profile).blackjack.dealer_hole_card else cards  # type: ignore
+
+
+def one_box(profile: str, first: str, second: str, up: str, *play_: Any,
+            hole: str = "9") -> list[Any]:
+    return [*deal(profile, first, up, second, hole), *play_]
+
+
+# --------------------------------------------------------------------------- totals
+
+
+@pytest.mark.parametrize(("cards", "total", "soft"), [
+    ("A A", 12, True),
+    ("A A A", 13, True),
+    ("A A A A", 14, True),
+    ("A A 9", 21, True),
+    ("A A T", 12, False),
+    ("A 6", 17, True),
+    ("A 6 T", 17, False),
+    ("A 5 A 5", 12, False),
+    ("A A A A 7", 21, True),
+    ("A A A A 8", 12, False),
+    ("T 6", 16, False),
+    ("T K A", 21, False),
+    ("9 A", 20, True),
+    ("5 A A", 17, True),
+    ("6 A 4", 21, True),
+])
+def test_soft_and_hard_totals(cards: str, total: int, soft: bool) -> None:
+    hand = [parse_card(r + "S") for r in cards.split()]
+    assert blackjack_total(hand) == (total, soft)
+
+
+# The dealer's rule written out (000 §12γ, 002 §3 4.4 ii, 004 §3.10): every total the
+# dealer can hold, hard and soft, and whether the dealer must draw on it. Soft totals start
+# at 12 (A+A).
+MUST_DRAW = {
+    **{("hard", t): True for t in range(4, 17)},
+    **{("hard", t): False for t in range(17, 22)},
+    **{("soft", t): True for t in range(12, 17)},
+    **{("soft", t): False for t in range(17, 22)},
+}
+
+
+def dealer_cards(kind: str, total: int) -> str:
+    """Ranks making ``total`` (hard: no ace counted 11; soft: an ace counted 11), every
+    earlier part of the hand a total the dealer must draw on."""
+    if kind == "soft":
+        rest = total - 11
+        return "A" + ("A" if rest == 1 else "23456789T"[rest - 2])
+    if total <= 11:
+        return "2" + "23456789"[total - 4]
+    if total <= 20:
+        return "T" + "23456789T"[total - 12]
+    return "T56"  # hard 21
+
+
+@pytest.mark.parametrize("name", BJ)
+@pytest.mark.parametrize(("kind", "total"), sorted(MUST_DRAW))
+def test_dealer_rule_on_every_total(name: str, kind: str, total: int) -> None:
+    ranks = dealer_cards(kind, total)
+    assert blackjack_total([parse_card(r + "H") for r in ranks]) == (total, kind == "soft")
+    up, hole = ranks[0], ranks[1]
+    rest = dealer_rest(name, ranks[1:])
+    # box 1 stands on 20; then the dealer's cards; the round ends there
+    stood = play(name, [1], *deal(name, "T", up, "K", hole), "stand", *rest)
+    if MUST_DRAW[(kind, total)]:
+        assert stood.at_end == ["DEALER_DRAW_RULE"], stood.codes
+        assert stood.codes == Counter({"DEALER_DRAW_RULE": 1})
+        dev = stood.devs("DEALER_DRAW_RULE")[0]
+        assert dev.evidence["total"] == total and dev.evidence["drew"] is False
+        assert dev.rule == f"{name} {prof(name).blackjack.source}"  # type: ignore[union-attr]
+    else:
+        assert stood.codes == Counter(), stood.codes
+    # the same with one more dealer card
+    drew = play(name, [1], *deal(name, "T", up, "K", hole), "stand", *rest, "2")
+    if MUST_DRAW[(kind, total)]:
+        assert "DEALER_DRAW_RULE" not in drew.per_item[-1]
+    else:
+        assert drew.per_item[-1] == ["DEALER_DRAW_RULE"], drew.codes
+        assert drew.codes == Counter({"DEALER_DRAW_RULE": 1})
+        assert drew.dealer()["total"] == total  # the card drawn in error does not count
+        assert drew.dealer()["void"][0][0] == "2"
+
+
+def test_dealer_hitting_soft_17_when_a_profile_says_so() -> None:
+    p = prof("gr-blackjack")
+    h17 = dataclasses.replace(p, blackjack=dataclasses.replace(p.blackjack,  # type: ignore
+                                                               dealer_stands_soft_17=False))
+    stood = play(h17, [1], "T", "A", "K", "stand", "6")  # soft 17: must draw
+    assert stood.at_end == ["DEALER_DRAW_RULE"]
+    drew = play(h17, [1], "T", "A", "K", "stand", "6", "2")  # soft 17 + 2 = 19
+    assert drew.codes == Counter()
+    assert play(h17, [1], "T", "T", "K", "stand", "7").codes == Counter()  # hard 17 stands
+
+
+@pytest.mark.parametrize("name", NO_HOLE)
+def test_dealer_need_not_draw_when_every_box_is_bust(name: str) -> None:
+    r = play(name, [1, 2], "T", "9", "6", "T", "6", "T", "K")  # both bust
+    assert r.codes == Counter()
+    assert r.dealer()["cards"][0][0] == "6" and len(r.dealer()["cards"]) == 1
+    assert [h["outcome"] for h in r.data["hands"]] == ["lose", "lose"]
+
+
+def test_live_dealer_need_not_draw_when_every_box_is_bust() -> None:
+    r = play("live-blackjack", [1], "T", "6", "6", "5", "K")  # box 22; dealer 11
+    assert r.codes == Counter()
+
+
+@pytest.mark.parametrize("name", NO_HOLE)
+def test_dealer_draws_once_against_a_blackjack_with_a_ten_up(name: str) -> None:
+    # box 1 blackjack, the dealer's ten may still make one: one card must be drawn
+    assert play(name, [1], "A", "T", "K").at_end == ["DEALER_DRAW_RULE"]
+    r = play(name, [1], "A", "T", "K", "5")  # dealer 15: no blackjack; nothing else to play
+    assert r.codes == Counter()
+    assert r.hand("box1")["outcome"] == "blackjack" and r.hand("box1")["pays"] == "3:2"
+    r = play(name, [1], "A", "T", "K", "A")  # the dealer's blackjack: a push
+    assert r.hand("box1")["outcome"] == "push"
+    # with a low card up the blackjack is settled at once (000 §12β): no draw needed
+    assert play(name, [1], "A", "6", "K").codes == Counter()
+
+
+@pytest.mark.parametrize("name", NO_HOLE)
+def test_surrender_alone_needs_no_dealer_draw(name: str) -> None:
+    p = prof(name)
+    r = play(name, [1], "T", "9", "6", "surrender")
+    if p.blackjack.surrender == "none":  # type: ignore[union-attr]
+        assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+    else:
+        assert r.codes == Counter()
+        assert r.hand("box1")["outcome"] == "surrender"
+
+
+# --------------------------------------------------------------------------- the deal
+
+
+@pytest.mark.parametrize("name", NO_HOLE)
+def test_no_hole_card_the_dealer_waits_for_the_boxes(name: str) -> None:
+    # boxes 2 and 5; first cards, the dealer's one card, second cards; the next card is
+    # box 2's hit, not the dealer's second card
+    r = play(name, [2, 5], "5", "T", "6", "4", "9", "8", "stand", "stand", "7")
+    cards = r.data["cards"]
+    assert [(c["to"], c["why"]) for c in cards] == [
+        ("box2", "initial"), ("box5", "initial"), ("dealer", "initial"),
+        ("box2", "initial"), ("box5", "initial"), ("box2", "hit"), ("dealer", "dealer")]
+    assert r.hand("box2")["total"] == 17 and r.hand("box5")["total"] == 19
+    assert r.dealer()["total"] == 13
+    assert r.at_end == ["DEALER_DRAW_RULE"]  # 6 + 7 = 13: the dealer stood on 13
+
+
+def test_live_hole_card_after_the_second_round() -> None:
+    r = play("live-blackjack", [1, 3], "5", "T", "7", "4", "9", "T", "stand", "stand")
+    cards = r.data["cards"]
+    assert [(c["to"], c["why"]) for c in cards] == [
+        ("box1", "initial"), ("box3", "initial"), ("dealer", "initial"),
+        ("box1", "initial"), ("box3", "initial"), ("dealer", "initial")]
+    assert r.dealer()["total"] == 17 and r.dealer()["peeked"] is False
+    assert r.codes == Counter()
+    assert r.hand("box1")["outcome"] == "lose" and r.hand("box3")["outcome"] == "win"
+
+
+def test_live_peek_on_ace_dealer_blackjack_ends_the_round() -> None:
+    # up ace, hole king: the dealer peeks; blackjack: no more cards; box 2's 21 pushes
+    r = play("live-blackjack", [1, 2], "T", "A", "A", "9", "K", "K")
+    assert r.codes == Counter()
+    d = r.dealer()
+    assert d["peeked"] is True and d["blackjack"] is True and d["total"] == 21
+    assert r.hand("box1")["outcome"] == "lose" and r.hand("box2")["outcome"] == "push"
+    assert r.data["insurance"] == "pays 2:1"
+    # any further card is a dealer draw on 21 (or, named to a box, a card to a finished hand)
+    more = play("live-blackjack", [1], "T", "A", "9", "K", "5")
+    assert more.per_item[-1] == ["DEALER_DRAW_RULE"]
+    named = play("live-blackjack", [1], "T", "A", "9", "K", {"card": "5", "to": "box1"})
+    assert named.per_item[-1] == ["CARD_TO_FINISHED_HAND"]
+    # and no action is open: a double is not allowed
+    acted = play("live-blackjack", [1], "5", "A", "6", "K", "double")
+    assert acted.per_item[-1] == ["ACTION_NOT_ALLOWED"]
+
+
+def test_live_peek_without_blackjack_play_goes_on() -> None:
+    r = play("live-blackjack", [1], "T", "A", "8", "6", "stand")  # dealer A 6: soft 17
+    assert r.codes == Counter()
+    assert r.dealer()["peeked"] is True and r.dealer()["blackjack"] is False
+    assert r.hand("box1")["outcome"] == "win" and r.data["insurance"] == "loses"
+
+
+def test_live_ten_up_ace_hole_no_peek() -> None:
+    # no peek on a ten (peek = ace): the box plays on, doubles, and loses the lot
+    r = play("live-blackjack", [1], "6", "K", "5", "A", "double", "9")
+    assert r.codes == Counter()
+    assert r.dealer()["blackjack"] is True and r.dealer()["peeked"] is False
+    assert r.hand("box1")["total"] == 20 and r.hand("box1")["outcome"] == "lose"
+    assert r.hand("box1")["stake"] == 2
+
+
+# --------------------------------------------------------------------------- doubles
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_double_on_eleven_takes_one_card_then_the_next_box_plays(name: str) -> None:
+    r = play(name, [1, 2], *deal(name, "68", "9", "5T", hole="8"),
+             "double", "2", "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter()
+    assert r.hand("box1")["total"] == 13 and r.hand("box1")["doubled"] is True
+    assert [c["why"] for c in r.data["cards"] if c["to"] == "box1"] == \
+        ["initial", "initial", "double"]
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_double_on_twelve(name: str) -> None:
+    r = play(name, [1], *deal(name, "T", "9", "2", hole="8"), "double", "5",
+             *dealer_rest(name, "8"))
+    if prof(name).blackjack.double == "total-11-or-less":  # type: ignore[union-attr]
+        assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1})  # 000 §15: 11 or less
+        assert r.per_item[-2 - len(dealer_rest(name, "8"))] == ["ACTION_NOT_ALLOWED"]
+    else:
+        assert r.codes == Counter()  # 002 §3 2.6, 004 §3.14: any two cards
+    assert r.hand("box1")["doubled"] is True  # the table doubled: it took one card
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_double_on_a_soft_hand(name: str) -> None:
+    r = play(name, [1], *deal(name, "A", "9", "5", hole="8"), "double", "5",
+             *dealer_rest(name, "8"))
+    expected = {"ACTION_NOT_ALLOWED": 1} if name in GREEK else {}
+    assert r.codes == Counter(expected)
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_double_on_three_cards_is_not_allowed(name: str) -> None:
+    r = play(name, [1], *deal(name, "3", "9", "2", hole="8"), "4", "double", "5",
+             *dealer_rest(name, "8"))
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_second_card_on_a_double(name: str) -> None:
+    r = play(name, [1, 2], *deal(name, "6T", "9", "5T", hole="8"), "double", "2",
+             {"card": "3", "to": "box1"}, "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter({"CARD_TO_FINISHED_HAND": 1})
+    assert r.hand("box1")["total"] == 13 and r.hand("box1")["void"][0][0] == "3"
+    dev = r.devs("CARD_TO_FINISHED_HAND")[0]
+    assert dev.evidence["hand"] == "box1" and "doubled" in dev.message
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_double_after_split(name: str) -> None:
+    # 4-4 split; the first hand gets 7 (11) and doubles
+    r = play(name, [1], *deal(name, "4", "9", "4", hole="8"), "split", "7", "double", "T",
+             "6", "stand", *dealer_rest(name, "8"))
+    allowed = prof(name).blackjack.double_after_split  # type: ignore[union-attr]
+    assert r.codes == (Counter() if allowed else Counter({"ACTION_NOT_ALLOWED": 1}))
+    assert r.hand("box1.1")["total"] == 21 and r.hand("box1.2")["total"] == 10
+    assert r.hand("box1.1")["outcome"] == "win" and r.hand("box1.1")["pays"] == "1:1"
+
+
+# --------------------------------------------------------------------------- splits
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_split_equal_value_sequential(name: str) -> None:
+    # K and Q are of equal value (000 §14, 002 §3 2.7, 004 §3.13 / §3.3)
+    r = play(name, [1, 2], *deal(name, "K7", "9", "QT", hole="8"),
+             "split", "5", "4", "stand", "A", "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter()
+    assert r.hand("box1.1")["cards"][0][0] == "K" and r.hand("box1.1")["total"] == 19
+    assert r.hand("box1.2")["cards"][0][0] == "Q" and r.hand("box1.2")["total"] == 21
+    assert r.hand("box1.2")["blackjack"] is False  # 21 after a split is not blackjack
+    assert r.hand("box2")["total"] == 17
+    expected = [
+        ("box1.1", "initial"), ("box2", "initial"), ("dealer", "initial"),
+        ("box1.2", "initial"), ("box2", "initial"),
+        *([("dealer", "initial")] if name == "live-blackjack" else []),
+        ("box1.1", "split"), ("box1.1", "hit"), ("box1.2", "split")]
+    assert [(c["to"], c["why"]) for c in r.data["cards"][:len(expected)]] == expected
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_split_of_unequal_cards(name: str) -> None:
+    r = play(name, [1], *deal(name, "T", "9", "9", hole="8"), "split", "5", "stand",
+             "6", "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+
+
+# (max_splits from 000 §14, 002 §3 2.7, 004 §3.13)
+SPLITS = {"gr-blackjack": 2, "gr-blackjack-shuffler": 2, "live-blackjack": 1,
+          "ru-blackjack": 3}
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_resplit_limits(name: str) -> None:
+    # 8-8, and every split hand's second card another 8: split as long as the table does
+    script: list[Any] = [*deal(name, "8", "9", "8", hole="8")]
+    for _ in range(4):
+        script += ["split", "8"]
+    # now box1.1 holds 8 8; the remaining hands still need their second cards
+    r_script = [*script, "stand"]
+    hands = 5
+    for _ in range(hands - 1):
+        r_script += ["T", "stand"]
+    r = play(name, [1], *r_script, *dealer_rest(name, "8"))
+    allowed = SPLITS[name]
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 4 - allowed}), r.codes
+    flagged = [i for i, c in enumerate(r.per_item) if c == ["ACTION_NOT_ALLOWED"]]
+    split_items = [i for i, item in enumerate(["bets", *r_script]) if item == "split"]
+    assert flagged == split_items[allowed:]
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_split_aces_one_card_each(name: str) -> None:
+    r = play(name, [1, 2], *deal(name, "A6", "9", "AT", hole="8"),
+             "split", "5", "K", "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter()
+    assert r.hand("box1.1")["total"] == 16 and len(r.hand("box1.1")["cards"]) == 2
+    assert r.hand("box1.2")["total"] == 21 and r.hand("box1.2")["blackjack"] is False
+    assert r.hand("box2")["total"] == 16  # the stand was box 2's
+    # a second card on a split ace
+    extra = play(name, [1, 2], *deal(name, "A6", "9", "AT", hole="8"),
+                 "split", "5", {"card": "4", "to": "box1.1"}, "K", "stand",
+                 *dealer_rest(name, "8"))
+    assert extra.codes == Counter({"CARD_TO_FINISHED_HAND": 1})
+    assert "split ace" in extra.devs("CARD_TO_FINISHED_HAND")[0].message
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_resplit_aces(name: str) -> None:
+    # A-A split, the first ace gets another ace, and the table splits again
+    r = play(name, [1], *deal(name, "A", "9", "A", hole="8"), "split", "A", "split",
+             "7", "8", "9", *dealer_rest(name, "8"))
+    once = prof(name).blackjack.split_aces_max == 1  # type: ignore[union-attr]
+    assert r.codes == (Counter({"ACTION_NOT_ALLOWED": 1}) if once else Counter())
+    if once:  # 000 §14: no new split on an ace; 002 §3 2.7: one split only
+        assert r.per_item[-4 - len(dealer_rest(name, "8"))] == ["ACTION_NOT_ALLOWED"]
+    assert [h["total"] for h in r.data["hands"]] == [18, 19, 20]
+    assert all(not h["blackjack"] for h in r.data["hands"])
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_split_ace_receiving_an_ace_without_a_resplit_is_finished(name: str) -> None:
+    r = play(name, [1], *deal(name, "A", "9", "A", hole="8"), "split", "A", "7",
+             *dealer_rest(name, "8"))
+    assert r.codes == Counter()
+    assert [h["total"] for h in r.data["hands"]] == [12, 18]
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_blackjack_after_split_pays_even(name: str) -> None:
+    natural = play(name, [1, 2], *deal(name, "AT", "9", "KT", hole="8"), "stand",
+                   *dealer_rest(name, "8"))
+    assert natural.hand("box1")["blackjack"] is True
+    assert natural.hand("box1")["outcome"] == "blackjack"
+    assert natural.hand("box1")["pays"] == "3:2"
+    split = play(name, [1, 2], *deal(name, "TT", "9", "TT", hole="8"), "split", "A", "K",
+                 "stand", "stand", *dealer_rest(name, "8"))
+    assert split.codes == Counter()
+    h = split.hand("box1.1")
+    assert h["total"] == 21 and h["blackjack"] is False and h["outcome"] == "win"
+    assert h["pays"] == "1:1"
+
+
+@pytest.mark.parametrize("name", NO_HOLE)
+def test_dealer_blackjack_beats_a_21_of_three_cards(name: str) -> None:
+    r = play(name, [1], "5", "A", "6", "T", "K")  # box 21; the dealer's A + K
+    assert r.codes == Counter()
+    assert r.dealer()["blackjack"] is True
+    assert r.hand("box1")["outcome"] == "lose"  # 000 §12δ, 002 §3 2.2
+    assert r.data["insurance"] == "pays 2:1"
+
+
+# --------------------------------------------------------------------------- surrender
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_surrender(name: str) -> None:
+    r = play(name, [1, 2], *deal(name, "T9", "9", "5T", hole="8"), "surrender", "stand",
+             *dealer_rest(name, "8"))
+    russian = name == "ru-blackjack"
+    assert r.codes == (Counter() if russian else Counter({"ACTION_NOT_ALLOWED": 1}))
+    assert r.hand("box1")["outcome"] == "surrender"
+
+
+def test_russian_surrender_limits() -> None:
+    ru = "ru-blackjack"
+    ok = play(ru, [1], "T", "9", "5", "surrender", "8")
+    assert ok.codes == Counter()
+    vs_ace = play(ru, [1], "T", "A", "5", "surrender", "7")
+    assert vs_ace.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+    assert "ace" in vs_ace.devs("ACTION_NOT_ALLOWED")[0].message
+    third = play(ru, [1], "T", "9", "3", "2", "surrender", "8")
+    assert third.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+    after_split = play(ru, [1], "8", "9", "8", "split", "7", "surrender", "T", "stand", "8")
+    assert after_split.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+    assert "split" in after_split.devs("ACTION_NOT_ALLOWED")[0].message
+    after_double = play(ru, [1], "T", "9", "5", "double", "surrender", "8")
+    assert after_double.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+    assert "double" in after_double.devs("ACTION_NOT_ALLOWED")[0].message
+
+
+# --------------------------------------------------------------------------- finished hands
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_card_to_a_bust_box(name: str) -> None:
+    r = play(name, [1, 2], *deal(name, "T9", "9", "6T", hole="8"), "K",
+             {"card": "2", "to": "box1"}, "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter({"CARD_TO_FINISHED_HAND": 1})
+    assert r.per_item[len(deal(name, "T9", "9", "6T")) + 2] == ["CARD_TO_FINISHED_HAND"]
+    assert r.hand("box1")["bust"] is True and r.hand("box2")["total"] == 19
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_card_to_a_box_at_21(name: str) -> None:
+    r = play(name, [1], *deal(name, "A", "9", "K", hole="8"), {"card": "2", "to": "box1"},
+             *dealer_rest(name, "8"))
+    assert r.codes["CARD_TO_FINISHED_HAND"] == 1
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_card_named_to_a_later_box_means_the_earlier_stood(name: str) -> None:
+    r = play(name, [1, 2], *deal(name, "T9", "9", "8T", hole="8"),
+             {"card": "2", "to": "box2"}, "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter()
+    assert r.hand("box1")["total"] == 18 and r.hand("box2")["total"] == 21
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_card_named_to_the_dealer_means_every_box_stood(name: str) -> None:
+    r = play(name, [1, 2], *deal(name, "T9", "9", "8T", hole="5"),
+             *[{"card": c, "to": "dealer"} for c in dealer_rest(name, "53")], "2")
+    assert r.hand("box1")["total"] == 18 and r.hand("box2")["total"] == 19
+    assert r.dealer()["total"] == 17
+    assert r.codes == Counter({"DEALER_DRAW_RULE": 1})  # the 2: drawn on 17
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_card_named_to_the_discard_is_burned(name: str) -> None:
+    r = play(name, [1], *deal(name, "T", "9", "6", hole="8"), {"card": "5", "to": "discard"},
+             "2", "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter({"EXPOSED_CARD": 1})
+    assert r.hand("box1")["total"] == 18
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_stand_on_a_split_hand_waiting_for_its_second_card(name: str) -> None:
+    r = play(name, [1], *deal(name, "7", "9", "7", hole="8"), "split", "stand", "T", "stand",
+             "9", "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+    assert r.per_item[len(deal(name, "7", "9", "7")) + 2] == ["ACTION_NOT_ALLOWED"]
+    assert [h["total"] for h in r.data["hands"]] == [17, 16]
+
+
+def test_both_first_split_order_when_a_profile_says_so() -> None:
+    p = prof("ru-blackjack")
+    both = dataclasses.replace(p, blackjack=dataclasses.replace(  # type: ignore[arg-type]
+        p.blackjack, split_second_cards="both-first"))
+    r = play(both, [1, 2], "8", "9", "6", "8", "T", "split", "3", "K", "5", "stand",
+             "stand", "stand", "T", "A")
+    assert r.codes == Counter()
+    assert r.hand("box1.1")["cards"][1][0] == "3" and r.hand("box1.1")["total"] == 16
+    assert r.hand("box1.2")["total"] == 18 and r.hand("box2")["total"] == 19
+    assert [c["why"] for c in r.data["cards"]][5:8] == ["split", "split", "hit"]
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_actions_before_the_deal_is_complete(name: str) -> None:
+    r = play(name, [1], "T", "double", *deal(name, "", "9", "5", hole="8")[0:],
+             "stand", *dealer_rest(name, "8"))
+    assert r.per_item[2] == ["ACTION_NOT_ALLOWED"]
+    assert "initial deal" in r.devs("ACTION_NOT_ALLOWED")[0].evidence["reason"]
+
+
+# --------------------------------------------------------------------------- exposed cards
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_exposed_card_is_burned_and_play_continues(name: str) -> None:
+    r = play(name, [1], "T", {"card": "5", "exposed": True}, *deal(name, "", "9", "8", "8"),
+             "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter({"EXPOSED_CARD": 1})
+    assert r.per_item[2] == ["EXPOSED_CARD"]
+    dev = r.devs("EXPOSED_CARD")[0]
+    assert dev.severity == "info" and dev.rule == prof(name).rule("exposed_card")
+    cards = r.data["cards"]
+    assert (cards[1]["to"], cards[1]["why"]) == ("discard", "exposed")
+    assert r.dealer()["cards"][0][0] == "9" and r.hand("box1")["total"] == 18
+    assert r.hand("box1")["outcome"] == "win"
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_exposed_card_while_playing(name: str) -> None:
+    r = play(name, [1], *deal(name, "T", "9", "2", hole="8"), {"card": "K", "exposed": True},
+             "6", "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter({"EXPOSED_CARD": 1})
+    assert r.hand("box1")["total"] == 18
+
+
+# --------------------------------------------------------------------------- unrequested cards
+# 000 §7: offered, one by one in order, to the next players; what nobody takes goes to the
+# dealer until 17, the rest is burned; a player who refuses may draw no more.
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_offered_card_accepted_by_the_next_box(name: str) -> None:
+    r = play(name, [1, 2, 3], *deal(name, "T96", "9", "8T5", hole="8"),
+             {"card": "2", "unrequested": True},  # box 1 did not ask for it
+             "stand", "accept",  # box 1 stands; box 2 takes the 2 (21)
+             "4", "stand",  # box 3: 11 + 4
+             *dealer_rest(name, "8"))
+    assert r.codes == Counter()
+    assert r.hand("box1")["total"] == 18
+    assert r.hand("box2")["total"] == 21
+    assert r.hand("box3")["total"] == 15
+    assert [(c["to"], c["why"]) for c in r.data["cards"] if c["why"] == "offered"] == \
+        [("box2", "offered")]
+
+
+@pytest.mark.parametrize("name", NO_HOLE)
+def test_offered_card_declined_by_all_goes_to_the_dealer_then_burned(name: str) -> None:
+    r = play(name, [1, 2, 3], "T", "9", "6", "9", "8", "T", "T",
+             {"card": "3", "unrequested": True}, {"card": "5", "unrequested": True},
+             {"card": "4", "unrequested": True},
+             "decline", "decline",  # the 3: box 2 and box 3 refuse it: the dealer's (12)
+             # the 5 and the 4: nobody is left to offer them to: the dealer's 5 (17), 4 burned
+             "stand")
+    assert r.codes == Counter()
+    offered = [(c["card"][0], c["to"]) for c in r.data["cards"] if c["why"] == "offered"]
+    assert offered == [("3", "dealer"), ("5", "dealer"), ("4", "discard")]
+    assert r.dealer()["total"] == 17
+    assert r.hand("box2")["refused"] is True and r.hand("box3")["refused"] is True
+    assert r.hand("box3")["total"] == 16  # refused: 16 stands as it is
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_player_who_refused_may_draw_no_more(name: str) -> None:
+    base = [*deal(name, "T96", "9", "8T5", hole="8"), {"card": "2", "unrequested": True},
+            "decline", "accept"]  # box 1 did not ask; box 2 refuses, box 3 takes it
+    r = play(name, [1, 2, 3], *base, {"card": "3", "to": "box2"}, "stand", "stand",
+             *dealer_rest(name, "8"))
+    assert r.codes == Counter({"CARD_TO_FINISHED_HAND": 1})
+    assert "declined" in r.devs("CARD_TO_FINISHED_HAND")[0].message
+    # a second card offered: box 2 refused before and is not asked again; box 3 is
+    r2 = play(name, [1, 2, 3], *base, {"card": "2", "unrequested": True}, "accept",
+              "stand", "stand", *dealer_rest(name, "8"))
+    assert r2.codes == Counter()
+    assert r2.hand("box3")["total"] == 15 and r2.hand("box2")["total"] == 19
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_accept_or_decline_with_nothing_offered(name: str) -> None:
+    r = play(name, [1], *deal(name, "T", "9", "8", hole="8"), "accept", "stand",
+             *dealer_rest(name, "8"))
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+    r = play(name, [1], *deal(name, "T", "9", "8", hole="8"), "stand", "decline",
+             *dealer_rest(name, "8"))
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_unrequested_card_to_the_last_box_goes_to_the_dealer(name: str) -> None:
+    r = play(name, [1], *deal(name, "T", "6", "8", hole="5"),
+             {"card": "5", "unrequested": True}, "stand", *dealer_rest(name, "5T"))
+    assert r.codes == Counter()
+    assert [c["to"] for c in r.data["cards"] if c["why"] == "offered"] == ["dealer"]
+    assert r.dealer()["bust"] is True
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_unrequested_card_during_the_dealers_draws(name: str) -> None:
+    # the dealer has 17: an unrequested card is burned, not a draw in error
+    r = play(name, [1], *deal(name, "T", "9", "9", hole="8"), "stand",
+             *dealer_rest(name, "8"), {"card": "4", "unrequested": True})
+    assert r.codes == Counter()
+    assert r.data["cards"][-1]["to"] == "discard" and r.dealer()["total"] == 17
+    # below 17 it is the dealer's card
+    r = play(name, [1], *deal(name, "T", "9", "9", hole="5"), "stand",
+             *dealer_rest(name, "5"), {"card": "3", "unrequested": True})
+    assert r.codes == Counter()
+    assert r.data["cards"][-1]["to"] == "dealer" and r.dealer()["total"] == 17
+
+
+# --------------------------------------------------------------------------- round note
+
+
+def test_round_note_format() -> None:
+    r = play("gr-blackjack", [3, 5], "A", "8", "6", "K", "9", "stand", "4", "T")
+    d = r.data
+    assert d["round"] == 1 and d["boxes"] == [3, 5] and d["complete"] is True
+    assert set(d) >= {"hands", "dealer", "cards", "insurance"}
+    assert r.hand("box3") | {} == {
+        "hand": "box3", "box": 3, "cards": [d["cards"][0]["card"], d["cards"][3]["card"]],
+        "total": 21, "soft": True, "blackjack": True, "bust": False, "doubled": False,
+        "split": False, "surrendered": False, "refused": False, "stake": 1,
+        "outcome": "blackjack", "pays": "3:2"}
+    assert r.hand("box5")["outcome"] == "lose"  # 17 against 20
+    assert r.dealer()["total"] == 20
+    assert d["insurance"] is None
+    assert [c["why"] for c in d["cards"]] == ["initial"] * 5 + ["dealer", "dealer"]
+    assert "box3 blackjack blackjack" in r.note.text and "dealer 20" in r.note.text
+
+
+def test_round_without_boxes_is_only_recorded() -> None:
+    t = table("gr-blackjack")
+    t.bets()
+    t.cards(3)
+    outs = t.send("round_end")
+    assert [o.kind for o in outs if isinstance(o, Note)] == ["round"]
+    assert t.run.devs() == []
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_round_ended_during_the_initial_deal_is_not_judged(name: str) -> None:
+    r = play(name, [1, 2], "T", "9", "6")
+    assert r.codes == Counter()
+    assert r.data["complete"] is False
+    assert all(h["outcome"] is None for h in r.data["hands"])
+
+
+# --------------------------------------------------------------------------- every code
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_every_code_in_every_profile(name: str) -> None:
+    cases = {
+        "DEALER_DRAW_RULE": play(name, [1], *deal(name, "T", "T", "9", hole="8"), "stand",
+                                 *dealer_rest(name, "8"), "2"),
+        "CARD_TO_FINISHED_HAND": play(name, [1, 2], *deal(name, "TT", "9", "KK", hole="8"),
+                                      "K", {"card": "2", "to": "box1"}, "stand",
+                                      *dealer_rest(name, "8")),
+        "ACTION_NOT_ALLOWED": play(name, [1], *deal(name, "T", "A", "6", hole="6"),
+                                   "surrender", *dealer_rest(name, "6")),
+        "EXPOSED_CARD": play(name, [1], {"card": "5", "exposed": True},
+                             *deal(name, "T", "9", "8", hole="8"), "stand",
+                             *dealer_rest(name, "8")),
+    }
+    for code, r in cases.items():
+        assert r.codes == Counter({code: 1}), (code, r.codes)
+        dev = r.devs(code)[0]
+        section = "exposed_card" if code == "EXPOSED_CARD" else "blackjack"
+        assert dev.rule == prof(name).rule(section)
+        assert dev.evidence["round"] == 1
+
+
+# --------------------------------------------------------------------------- whole days
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("name", BJ)
+def test_correct_days_flag_nothing(name: str, seed: int) -> None:
+    steps = table_day(prof(name), seed)
+    r = run(name, events(steps))
+    assert r.devs() == [], r.codes()
+    notes = r.notes("round")
+    assert len(notes) == r.engine.round > 0
+    actions = Counter(s.event["action"] for s in steps if s.event["type"] == "action")
+    assert actions["stand"] > 0
+    for note in notes:
+        d = note.data
+        assert d["complete"] is True
+        assert all(h["outcome"] in ("win", "lose", "push", "blackjack", "surrender")
+                   for h in d["hands"])
+
+
+def test_simulated_days_use_every_allowed_action() -> None:
+    seen: dict[str, Counter[str]] = {}
+    for name in BJ:
+        acts: Counter[str] = Counter()
+        for seed in range(4):
+            for s in table_day(prof(name), seed, DayPlan(shoes=1)):
+                if s.event["type"] == "action":
+                    acts[s.event["action"]] += 1
+        seen[name] = acts
+    for name in BJ:
+        assert seen[name]["split"] and seen[name]["double"] and seen[name]["stand"]
+        assert bool(seen[name]["surrender"]) == (name == "ru-blackjack")
+
+
+# --------------------------------------------------------------------------- property test
+
+
+class ReferenceDealer:
+    """A correct blackjack round, written from the seeds for this test (not the simulator).
+
+    Returns the round's events and, for the mutations, where the dealer's own draws are."""
+
+    def __init__(self, profile: Profile, cards: list[str], rng: random.Random) -> None:
+        self.p = profile.blackjack
+        assert self.p is not None
+        self.cards = iter(cards)
+        self.rng = rng
+        self.events: list[dict[str, Any]] = []
+
+    def card(self) -> Card:
+        c = next(self.cards)
+        self.events.append({"type": "card", "card": c})
+        return parse_card(c)
+
+    def act(self, action: str) -> None:
+        self.events.append({"type": "action", "action": action})
+
+    def round(self, boxes: list[int]) -> dict[str, Any]:
+        p = self.p
+        self.events.append({"type": "bets_closed", "boxes": boxes})
+        hands: list[dict[str, Any]] = [{"box": b, "cards": [], "split": False, "out": False}
+                                       for b in boxes]
+        dealer: list[Card] = []
+        for h in hands:
+            h["cards"].append(self.card())
+        dealer.append(self.card())
+        for h in hands:
+            h["cards"].append(self.card())
+        if p.dealer_hole_card:
+            dealer.append(self.card())
+        draws: list[int] = []
+        if not (p.peek == "ace" and dealer[0].rank == "A" and len(dealer) == 2
+                and blackjack_total(dealer)[0] == 21):
+            splits = Counter[int]()
+            aces = Counter[int]()
+            i = 0
+            while i < len(hands):
+                i += self.play(hands, i, dealer[0], splits, aces)
+            if self.needs_dealer(hands, dealer):
+                while self.draws(dealer):
+                    draws.append(len(self.events))
+                    dealer.append(self.card())
+        self.events.append({"type": "round_end"})
+        return {"draws": draws, "dealer": blackjack_total(dealer)[0]}
+
+    def draws(self, dealer: list[Card]) -> bool:
+        total, soft = blackjack_total(dealer)
+        return total <= 16 or (total == 17 and soft and not self.p.dealer_stands_soft_17)
+
+    def needs_dealer(self, hands: list[dict[str, Any]], dealer: list[Card]) -> bool:
+        for h in hands:
+            total = blackjack_total(h["cards"])[0]
+            if h["out"] or total > 21:
+                continue
+            if not h["split"] and len(h["cards"]) == 2 and total == 21:
+                if len(dealer) == 1 and dealer[0].rank in "ATJQK":
+                    return True
+                continue
+            return True
+        return False
+
+    def play(self, hands: list[dict[str, Any]], i: int, up: Card, splits: Counter[int],
+             aces: Counter[int]) -> int:
+        """Play hand ``i`` out; return 1 (split hands are inserted after it)."""
+        p, rng = self.p, self.rng
+        h = hands[i]
+        while True:
+            if len(h["cards"]) == 1:
+                h["cards"].append(self.card())
+            cards = h["cards"]
+            total, _ = blackjack_total(cards)
+            if total >= 21:
+                return 1
+            ace_hand = h.get("aces", False)
+            pair = len(cards) == 2 and cards[0].pip == cards[1].pip
+            can_split = (pair and splits[h["box"]] < p.max_splits
+                         and (cards[0].rank != "A" or aces[h["box"]] < p.split_aces_max))
+            if can_split and rng.random() < 0.5:
+                self.act("split")
+                splits[h["box"]] += 1
+                is_ace = cards[0].rank == "A"
+                aces[h["box"]] += is_ace
+                other = {"box": h["box"], "cards": [cards.pop()], "split": True,
+                         "out": False, "aces": is_ace}
+                h["split"], h["aces"] = True, is_ace
+                hands.insert(i + 1, other)
+                continue
+            if ace_hand:
+                return 1
+            if len(cards) == 2:
+                if (p.surrender != "none" and not h["split"] and up.rank != "A"
+                        and rng.random() < 0.15):
+                    self.act("surrender")
+                    h["out"] = True
+                    return 1
+                two_ok = p.double == "any-two" or (p.double == "total-11-or-less"
+                                                   and total <= 11)
+                if two_ok and (not h["split"] or p.double_after_split) and rng.random() < 0.3:
+                    self.act("double")
+                    cards.append(self.card())
+                    return 1
+            stop = rng.choice([12, 15, 17, 17, 18, 20])
+            while blackjack_total(cards)[0] < min(stop, 21):
+                cards.append(self.card())
+            if blackjack_total(cards)[0] < 21:
+                self.act("stand")
+            return 1
+
+
+PROPERTY = settings(max_examples=100, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(data=st.data())
+def test_reference_rounds_flag_nothing_and_one_wrong_draw_flags_that_round(
+        data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(BJ), label="profile")
+    p = prof(name)
+    seed = data.draw(st.integers(0, 2**31), label="seed")
+    t = table(name)
+    rng = random.Random(seed)
+    cards = t.stack[t.pos:-20]
+    spare = t.stack[-20:]  # never dealt: an extra card from here is not a duplicate
+    dealer = ReferenceDealer(p, cards, rng)
+    rounds = []
+    for _ in range(3):
+        start = len(dealer.events)
+        boxes = sorted(rng.sample(range(1, 8), rng.randint(1, 7)))
+        info = dealer.round(boxes)
+        rounds.append((start, len(dealer.events), info))
+    evs = dealer.events
+    mutation = data.draw(st.sampled_from(["none", "extra", "drop"]), label="mutation")
+    target = data.draw(st.integers(0, 2), label="round")
+    start, stop, info = rounds[target]
+    mutated = list(evs)
+    if mutation == "extra":
+        if info["dealer"] < 17:
+            mutation = "none"
+        else:
+            mutated.insert(stop - 1, {"type": "card", "card": spare[0]})
+    elif mutation == "drop":
+        if not info["draws"]:
+            mutation = "none"
+        else:
+            del mutated[info["draws"][-1]]
+    event(f"{name}: {mutation}")
+    # feed, round by round (a shuffler's discards go back between rounds)
+    per_event: list[list[str]] = []
+    round_of: list[int] = []
+    rnd = -1
+    for ev in mutated:
+        if ev["type"] == "bets_closed":
+            rnd += 1
+        outs = t.run.feed(ev)
+        t.out += ev["type"] == "card"
+        per_event.append([o.code for o in outs if isinstance(o, Deviation)])
+        round_of.append(rnd)
+        if ev["type"] == "round_end" and t.state == "return_discards":
+            t.send("discards_returned", count=t.out)
+            t.out = 0
+    flagged = {round_of[i] for i, codes in enumerate(per_event) if codes}
+    every = [c for codes in per_event for c in codes]
+    if mutation == "none":
+        assert every == [], every
+    else:
+        assert flagged == {target}, (mutation, flagged, every)
+        assert every == ["DEALER_DRAW_RULE"], every
