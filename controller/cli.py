@@ -20,7 +20,7 @@ from controller.audit import AuditLog, AuditLogError
 from controller.deviations import Deviation, Severity
 from controller.engine import TableEngine, mermaid_chart
 from controller.events import EventError, parse_event
-from controller.profiles import ProfileError, load_profile, profile_names
+from controller.profiles import Profile, ProfileError, load_profile, profile_names
 from controller.session import TableSession
 
 EXIT_OK, EXIT_DEVIATION, EXIT_BAD_INPUT = 0, 1, 2
@@ -35,11 +35,18 @@ def _read_lines(path: str) -> Iterator[tuple[int, str]]:
             stream.close()
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def _profile_or_none(command: str, name: str) -> Profile | None:
+    """Load a profile, or report why not (``file: key: what is wrong``) and return None."""
     try:
-        profile = load_profile(args.profile)
+        return load_profile(name)
     except ProfileError as e:
-        print(f"shoewarden check: profile: {e}", file=sys.stderr)
+        print(f"shoewarden {command}: {e}", file=sys.stderr)
+        return None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    profile = _profile_or_none("check", args.profile)
+    if profile is None:
         return EXIT_BAD_INPUT
     source = "<stdin>" if args.input == "-" else args.input
     if args.input != "-" and not Path(args.input).is_file():
@@ -124,10 +131,8 @@ def _summary(session: TableSession, bad_lines: int, out: IO[str]) -> None:
 
 def cmd_profiles(args: argparse.Namespace) -> int:
     if args.show:
-        try:
-            profile = load_profile(args.show)
-        except ProfileError as e:
-            print(f"shoewarden profiles: {e}", file=sys.stderr)
+        profile = _profile_or_none("profiles", args.show)
+        if profile is None:
             return EXIT_BAD_INPUT
         print(f"{profile.name}: {profile.title}  [{profile.source}]")
         print(f"  game = {profile.game}, card_source = {profile.card_source}")
@@ -162,10 +167,8 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 
 
 def cmd_chart(args: argparse.Namespace) -> int:
-    try:
-        profile = load_profile(args.profile)
-    except ProfileError as e:
-        print(f"shoewarden chart: {e}", file=sys.stderr)
+    profile = _profile_or_none("chart", args.profile)
+    if profile is None:
         return EXIT_BAD_INPUT
     sys.stdout.write(mermaid_chart(TableEngine(profile)))
     return EXIT_OK

@@ -354,33 +354,38 @@ class TableEngine:
             self.lots_used_before.update(lot.id for lot in self.lots)
 
     def _catch_up(self, out: list[Output], through: str) -> None:
-        """Flag each mandatory step skipped before ``through`` (load, burn or play)."""
+        """Flag, once each, every mandatory step skipped before ``through``.
+
+        ``through`` is ``"shoe_loaded"`` (flags up to the cut card; the caller loads)
+        or ``"play"`` (also implies the load and flags an unfinished burn).
+        """
         p = self.profile
+        what = "stack loaded" if through == "shoe_loaded" else "cards dealt"
         if p.inspection.opening_check and not self.checked_open:
             self.checked_open = True
-            out.append(self._make("CHECK_MISSING",
-                                  "cards in play without the opening count of the pack",
-                                  step="opening_check"))
+            out.append(self._make("CHECK_MISSING", f"{what} without the opening count of "
+                                  "the pack", step=through))
         self._begin_shoe(out)
         if not self.shuffled:
             self.shuffled = True
-            out.append(self._make("SHUFFLE_MISSING",
-                                  "cards loaded or dealt without a shuffle since the last "
-                                  "shoe", step=through))
+            out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since the "
+                                  "last shoe", step=through))
         if p.cut.required and not self.cut_done:
             self.cut_done = True
-            out.append(self._make("CUT_MISSING", "the pack was not cut", step=through))
+            out.append(self._make("CUT_MISSING", f"{what} without a cut", step=through))
         if p.has_cut_card and not self.cut_card_set:
             self.cut_card_set = True
-            out.append(self._make("CUT_CARD_MISSING", "the cut card was not placed",
+            out.append(self._make("CUT_CARD_MISSING", f"{what} without the cut card",
                                   step=through))
+        if through == "shoe_loaded":
+            return
         if not self.loaded:
             if p.card_source == "hand":
                 self.loaded = True
                 self.in_shoe = self.pack_size
             else:
                 self._load(out, implied=True)
-        if through == "play" and self.burn_pending:
+        if self.burn_pending:
             self._burn_short(out)
 
     def _load(self, out: list[Output], implied: bool = False) -> None:
@@ -570,29 +575,9 @@ class TableEngine:
 
     def _on_shoe_loaded(self, e: ShoeLoaded, out: list[Output]) -> str | None:
         self.loaded = False
-        self._catch_up_before_load(out)
+        self._catch_up(out, "shoe_loaded")
         self._load(out)
         return BURN if self.burn_pending else READY
-
-    def _catch_up_before_load(self, out: list[Output]) -> None:
-        p = self.profile
-        if p.inspection.opening_check and not self.checked_open:
-            self.checked_open = True
-            out.append(self._make("CHECK_MISSING", "stack loaded without the opening count",
-                                  step="shoe_loaded"))
-        self._begin_shoe(out)
-        if not self.shuffled:
-            self.shuffled = True
-            out.append(self._make("SHUFFLE_MISSING", "cards loaded without a shuffle since the "
-                                  "last shoe", step="shoe_loaded"))
-        if p.cut.required and not self.cut_done:
-            self.cut_done = True
-            out.append(self._make("CUT_MISSING", "stack loaded without a cut",
-                                  step="shoe_loaded"))
-        if p.has_cut_card and not self.cut_card_set:
-            self.cut_card_set = True
-            out.append(self._make("CUT_CARD_MISSING", "stack loaded without the cut card",
-                                  step="shoe_loaded"))
 
     def _count_card(self, card: Card, out: list[Output]) -> None:
         """Every card that left the shoe: accounting and the duplicate check."""
