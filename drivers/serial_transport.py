@@ -1,0 +1,181 @@
+"""Serial transport: pyserial, any URL it knows (``/dev/ttyUSB0``, ``socket://``, ``spy://``,
+``rfc2217://``, ``loop://``), with a reader thread that never dies silently.
+
+The port is opened with ``serial.serial_for_url(url, exclusive=True, timeout=0.05)``
+(``exclusive`` is advisory on POSIX; a pty ignores the baud rate). With ``usb_serial``
+set, the port is looked up on every :meth:`SerialTransport.open` by the USB serial number
+of the USB-serial adapter (``serial.tools.list_ports.comports()``), so a device that comes
+back under another name (``/dev/ttyUSB0`` → ``/dev/ttyUSB1``) is found again.
+
+pyserial errors are raised as :mod:`drivers.errors` types ``from`` the original:
+a port that is not there → :class:`DeviceNotFound`; a port that went away (EIO, ENXIO,
+ENODEV, "returned no data", a closed socket) → :class:`DeviceDisconnected`; anything
+else → :class:`DeviceError`.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import serial
+import serial.tools.list_ports
+
+from drivers.base import Transport
+from drivers.errors import DeviceDisconnected, DeviceError, DeviceNotFound
+
+log = logging.getLogger("shoewarden.drivers.serial")
+
+READ_TIMEOUT = 0.05
+DEFAULT_BAUDRATE = 115200
+_GONE_ERRNOS = {errno.EIO, errno.ENXIO, errno.ENODEV, errno.EBADF, errno.EPIPE,
+                errno.ECONNRESET, errno.ENOTCONN}
+_MISSING_ERRNOS = {errno.ENOENT, errno.ENODEV, errno.ENXIO}
+_GONE_WORDS = ("returned no data", "disconnected", "not open", "connection closed",
+               "input/output error", "no such device", "broken pipe")
+
+Comports = Callable[[], Iterable[Any]]
+
+
+def _errno_of(e: BaseException) -> int | None:
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, OSError) and cur.errno is not None:
+            return cur.errno
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def is_gone(e: BaseException) -> bool:
+    """Does this pyserial / OS error mean the port went away?"""
+    if isinstance(e, serial.PortNotOpenError):
+        return True
+    code = _errno_of(e)
+    if code in _GONE_ERRNOS:
+        return True
+    text = str(e).lower()
+    return any(word in text for word in _GONE_WORDS)
+
+
+def find_port(usb_serial: str, comports: Comports | None = None) -> str | None:
+    """The device path of the USB-serial adapter whose USB serial number is ``usb_serial``."""
+    for info in (comports or serial.tools.list_ports.comports)():
+        if getattr(info, "serial_number", None) == usb_serial:
+            return str(info.device)
+    return None
+
+
+class SerialTransport(Transport):
+    """One serial port. ``url`` is any pyserial URL; ``usb_serial`` finds the port by the
+    adapter's USB serial number instead (``url`` is then only a fallback description)."""
+
+    def __init__(self, url: str | None = None, *, usb_serial: str | None = None,
+                 baudrate: int = DEFAULT_BAUDRATE, timeout: float = READ_TIMEOUT,
+                 comports: Comports | None = None, name: str | None = None) -> None:
+        super().__init__()
+        if not url and not usb_serial:
+            raise ValueError("a serial device needs a port/url or a usb_serial")
+        self.url = url
+        self.usb_serial = usb_serial
+        self.baudrate = baudrate
+        self.timeout = timeout
+        self.comports = comports
+        self.name = name
+        self.port: serial.SerialBase | None = None
+        self.current: str | None = None  # the path or URL actually opened
+        self.description = f"{name or 'serial'} {url or 'usb-serial ' + str(usb_serial)}"
+
+    @classmethod
+    def from_config(cls, name: str, config: Mapping[str, Any]) -> SerialTransport:
+        """Keys: ``port`` (or ``url``), ``usb_serial``, ``baudrate``."""
+        url = config.get("port", config.get("url"))
+        usb_serial = config.get("usb_serial")
+        if url is not None and not isinstance(url, str):
+            raise ValueError(f"devices.{name}.port: expected a path or URL, got {url!r}")
+        if usb_serial is not None and not isinstance(usb_serial, str):
+            raise ValueError(f"devices.{name}.usb_serial: expected a string, got {usb_serial!r}")
+        if not url and not usb_serial:
+            raise ValueError(f"devices.{name}: needs 'port' (a path or pyserial URL) "
+                             "or 'usb_serial'")
+        baudrate = config.get("baudrate", DEFAULT_BAUDRATE)
+        if isinstance(baudrate, bool) or not isinstance(baudrate, int) or baudrate <= 0:
+            raise ValueError(f"devices.{name}.baudrate: expected a positive integer, "
+                             f"got {baudrate!r}")
+        return cls(url, usb_serial=usb_serial, baudrate=baudrate, name=name)
+
+    @property
+    def is_open(self) -> bool:
+        return self.port is not None and bool(self.port.is_open)
+
+    def resolve(self) -> str:
+        """The path or URL to open now (looked up by USB serial number when configured)."""
+        if self.usb_serial:
+            found = find_port(self.usb_serial, self.comports)
+            if found is None:
+                raise DeviceNotFound(f"no serial port with USB serial number "
+                                     f"{self.usb_serial!r}", device=self.name)
+            if self.current and found != self.current:
+                log.info("%s: USB serial %s is now at %s (was %s)", self.name, self.usb_serial,
+                         found, self.current)
+            return found
+        assert self.url is not None
+        return self.url
+
+    def open(self) -> None:
+        if self.is_open:
+            return
+        url = self.resolve()
+        try:
+            self.port = serial.serial_for_url(url, exclusive=True, timeout=self.timeout,
+                                              baudrate=self.baudrate)
+        except (serial.SerialException, OSError, ValueError) as e:
+            code = _errno_of(e)
+            if code in _MISSING_ERRNOS:
+                raise DeviceNotFound(f"cannot open {url}: {e}", device=self.name) from e
+            if code in (errno.EBUSY, errno.EAGAIN, errno.EWOULDBLOCK) or "lock" in str(e).lower():
+                raise DeviceError(f"{url} is in use by another program: {e}",
+                                  device=self.name) from e
+            raise DeviceError(f"cannot open {url}: {e}", device=self.name) from e
+        self.current = url
+        log.info("%s: opened %s", self.name, url)
+
+    def _close(self) -> None:
+        port, self.port = self.port, None
+        if port is not None:
+            port.close()
+
+    def cancel_read(self) -> None:
+        if self.port is not None and hasattr(self.port, "cancel_read"):
+            self.port.cancel_read()
+
+    def _typed(self, e: BaseException, what: str) -> DeviceError:
+        if is_gone(e):
+            return DeviceDisconnected(f"{self.current}: {what}: {e}", device=self.name)
+        return DeviceError(f"{self.current}: {what}: {e}", device=self.name)
+
+    def read(self) -> bytes:
+        port = self.port
+        if port is None:
+            raise DeviceDisconnected(f"{self.description}: port is closed", device=self.name)
+        try:
+            data = port.read(1)  # waits up to the timeout for the first byte
+            if data:
+                waiting = port.in_waiting
+                if waiting:
+                    data += port.read(min(waiting, 4096))
+            return bytes(data)
+        except Exception as e:
+            raise self._typed(e, "read failed") from e
+
+    def write(self, data: bytes) -> None:
+        port = self.port
+        if port is None:
+            raise DeviceDisconnected(f"{self.description}: port is closed", device=self.name)
+        try:
+            port.write(data)
+        except Exception as e:
+            raise self._typed(e, "write failed") from e

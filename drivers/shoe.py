@@ -1,0 +1,52 @@
+"""The card-reading shoe (SWP/1): cards out, the cut card, empty, door, jam, buttons.
+
+| message | output |
+|---|---|
+| CARD_OUT ``{"card": "7H"}`` | ``card`` |
+| CARD_OUT ``{"unreadable": true}``, or unusable | ``device_fault`` ``UNREADABLE_CARD`` |
+| CUT_CARD_OUT | ``cut_card`` |
+| SHOE_EMPTY | ``device_fault`` ``SHOE_EMPTY`` (cleared by the next card or cut card out) |
+| DOOR ``{"open": true}`` / ``false`` | ``device_fault`` / ``device_ok`` ``DOOR_OPEN`` |
+| JAM / JAM_CLEARED | ``device_fault`` / ``device_ok`` ``JAM`` |
+| BUTTON | a ``NOTICE`` diagnostic (``kind`` BUTTON, ``data`` the payload) |
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from controller.events import CutCardSeen
+from drivers.base import Output, SwpDriver, body_str
+from drivers.link import Message
+from drivers.protocol import Kind
+
+SHOE_EMPTY = "SHOE_EMPTY"
+JAM = "JAM"
+
+
+class ShoeDriver(SwpDriver):
+    kind: ClassVar[str] = "shoe"
+    accepts: ClassVar[frozenset[int]] = frozenset({
+        Kind.CARD_OUT, Kind.CUT_CARD_OUT, Kind.SHOE_EMPTY, Kind.DOOR, Kind.JAM,
+        Kind.JAM_CLEARED, Kind.BUTTON})
+    card_kinds: ClassVar[frozenset[int]] = frozenset({Kind.CARD_OUT})
+
+    def handle(self, msg: Message, t: str) -> list[Output]:
+        body = msg.body
+        match msg.kind:
+            case Kind.CARD_OUT:
+                return self.ok(SHOE_EMPTY, "cards again", t=t) + self.card(body, t)
+            case Kind.CUT_CARD_OUT:
+                return [*self.ok(SHOE_EMPTY, "cards again", t=t), CutCardSeen(t=t)]
+            case Kind.SHOE_EMPTY:
+                return self.fault(SHOE_EMPTY, "the shoe is empty", t=t)
+            case Kind.DOOR:
+                return self.door(body, t)
+            case Kind.JAM:
+                return self.fault(JAM, body_str(body, "detail", optional=True) or "jam", t=t)
+            case Kind.JAM_CLEARED:
+                return self.ok(JAM, "jam cleared", t=t)
+            case Kind.BUTTON:
+                body_str(body, "button")
+                return [self.notice(msg)]
+        return []  # pragma: no cover - accepts lists exactly the cases above

@@ -1,0 +1,116 @@
+"""The shuffler (SWP/1), batch and continuous, over serial or USB.
+
+| message | output |
+|---|---|
+| SHUFFLE_DONE | ``shuffle`` |
+| DECK_CHECK ``{"cards": [...]}`` | ``deck_check`` |
+| DELIVERED ``{"card": "7H"}`` (continuous) | ``card`` (unreadable: ``UNREADABLE_CARD``) |
+| DISCARDS_ACCEPTED ``{"count": n}`` | ``discards_returned`` |
+| FAULT / FAULT_CLEARED ``{"code"}`` | ``device_fault`` / ``device_ok``, the shuffler's code |
+| DOOR | ``device_fault`` / ``device_ok`` ``DOOR_OPEN`` |
+| LOADED, SHUFFLE_STARTED, STATUS | ``NOTICE`` diagnostics (``data`` the payload) |
+
+Commands (:meth:`ShufflerDriver.shuffle`, ``deck_check``, ``eject``, ``status``) are sent with
+ACK + retry by the link; a NAK comes back as a ``NAK`` diagnostic, silence as a ``NO_ACK``
+fault. The result arrives as the messages above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from controller.events import DiscardsReturned, Shuffle
+from drivers.base import (
+    UNREADABLE_CARD,
+    Output,
+    PayloadError,
+    SwpDriver,
+    Transport,
+    body_int,
+    body_str,
+    deck_check,
+)
+from drivers.link import Message
+from drivers.protocol import Kind
+
+
+class ShufflerDriver(SwpDriver):
+    kind: ClassVar[str] = "shuffler"
+    accepts: ClassVar[frozenset[int]] = frozenset({
+        Kind.LOADED, Kind.SHUFFLE_STARTED, Kind.SHUFFLE_DONE, Kind.DECK_CHECK, Kind.DELIVERED,
+        Kind.DISCARDS_ACCEPTED, Kind.FAULT, Kind.FAULT_CLEARED, Kind.STATUS, Kind.DOOR})
+    card_kinds: ClassVar[frozenset[int]] = frozenset({Kind.DELIVERED})
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.last_status: Mapping[str, Any] | None = None
+
+    def handle(self, msg: Message, t: str) -> list[Output]:
+        body = msg.body
+        match msg.kind:
+            case Kind.SHUFFLE_DONE:
+                body_int(body, "count", optional=True)
+                return [Shuffle(t=t)]
+            case Kind.DECK_CHECK:
+                cards = body.get("cards")
+                if not isinstance(cards, list):
+                    raise PayloadError(f"'cards' should be a list of card strings, got {cards!r}")
+                tokens = [c.strip().upper() for c in cards if isinstance(c, str) and c.strip()]
+                out: list[Output] = []
+                if len(tokens) != len(cards):
+                    out += self.fault(UNREADABLE_CARD, f"{len(cards) - len(tokens)} card(s) "
+                                      "unread in the shuffler's deck check", t=t, repeat=True)
+                out.append(deck_check(tokens, t))
+                return out
+            case Kind.DELIVERED:
+                return self.card(body, t)
+            case Kind.DISCARDS_ACCEPTED:
+                count = body_int(body, "count")
+                assert count is not None
+                return [DiscardsReturned(count=count, t=t)]
+            case Kind.FAULT:
+                code = body_str(body, "code")
+                assert code is not None
+                detail = body.get("detail")
+                return self.fault(code.strip().upper(),
+                                  detail if isinstance(detail, str) else None, t=t)
+            case Kind.FAULT_CLEARED:
+                code = body_str(body, "code")
+                assert code is not None
+                return self.ok(code.strip().upper(), "cleared by the shuffler", t=t)
+            case Kind.STATUS:
+                self.last_status = dict(body)
+                return [self.notice(msg)]
+            case Kind.LOADED | Kind.SHUFFLE_STARTED:
+                return [self.notice(msg)]
+            case Kind.DOOR:
+                return self.door(body, t)
+        return []  # pragma: no cover
+
+    def unusable(self, kind: int, detail: str) -> list[Output]:
+        if kind == Kind.FAULT:  # a fault we cannot read is still a fault
+            return self.fault("FAULT", f"unreadable FAULT message ({detail})"[:300])
+        return super().unusable(kind, detail)
+
+    # commands: each returns the command's seq; the outcome comes through poll()
+    def shuffle(self, now: float | None = None) -> int:
+        return self.command(Kind.CMD_SHUFFLE, {}, now)
+
+    def deck_check(self, now: float | None = None) -> int:
+        return self.command(Kind.CMD_DECK_CHECK, {}, now)
+
+    def eject(self, now: float | None = None) -> int:
+        return self.command(Kind.CMD_EJECT, {}, now)
+
+    def status(self, now: float | None = None) -> int:
+        return self.command(Kind.CMD_STATUS, {}, now)
+
+
+class UsbShufflerDriver(ShufflerDriver):
+    """The same shuffler over USB bulk endpoints (config key ``usb``)."""
+
+    @classmethod
+    def make_transport(cls, name: str, config: Mapping[str, Any]) -> Transport:
+        from drivers.usb_transport import UsbTransport
+        return UsbTransport.from_config(name, config)

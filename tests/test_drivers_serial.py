@@ -1,0 +1,359 @@
+"""The serial transport over a real pty pair and ``loop://``; the reader thread never dies
+silently.
+
+A pty's slave path is opened exactly as a ``/dev/ttyUSB0`` would be
+(``serial_for_url(path, exclusive=True, timeout=0.05)``); a tiny fake device on the master
+end answers HELLO with IDENTITY and sends frames. Waits poll until something happens (with
+a generous limit); nothing asserts on elapsed time.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+from collections.abc import Callable
+from itertools import count
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import serial
+
+from controller.cards import parse_card
+from controller.events import CardDrawn, DeviceFault, Event
+from drivers.base import DeviceDiagnostic, ReaderThread, TransportFault
+from drivers.errors import DeviceDisconnected, DeviceError, DeviceNotFound
+from drivers.framing import FrameDecoder, encode
+from drivers.protocol import Kind
+from drivers.serial_transport import SerialTransport, find_port, is_gone
+from drivers.shoe import ShoeDriver
+
+IDENT = {"kind": "shoe", "model": "SW-SHOE-1", "serial": "SH123456", "firmware": "2.4.1",
+         "firmware_hash": "sha256:9f2c"}
+LIMIT = 10.0  # seconds to wait for something that takes a millisecond
+
+
+def wait_for(check: Callable[[], Any], what: str, limit: float = LIMIT) -> Any:
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.002)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+class PtyDevice:
+    """A fake shoe on the master end of a pty: answers HELLO, ACKs commands, sends frames."""
+
+    def __init__(self, ident: dict[str, str] = IDENT) -> None:
+        self.master, self.slave = os.openpty()
+        self.path = os.ttyname(self.slave)
+        self.ident = ident
+        self.received: list[tuple[int, int]] = []
+        self._seq = count()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def send(self, kind: int, body: dict | None = None) -> None:
+        with self._lock:
+            os.write(self.master, encode(next(self._seq), kind, body or {}))
+
+    def _run(self) -> None:
+        decoder = FrameDecoder()
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.master], [], [], 0.02)
+            if not ready:
+                continue
+            try:
+                data = os.read(self.master, 4096)
+            except OSError:
+                return
+            for f in decoder.feed(data):
+                if not hasattr(f, "seq"):
+                    continue
+                self.received.append((f.seq, f.type))
+                if f.type == Kind.HELLO:
+                    self._seq = count()  # numbering restarts with the handshake
+                    self.send(Kind.ACK, {"ack": f.seq})
+                    self.send(Kind.IDENTITY, self.ident)
+                else:
+                    self.send(Kind.ACK, {"ack": f.seq})
+
+    def close_slave(self) -> None:
+        if self.slave >= 0:
+            os.close(self.slave)
+            self.slave = -1
+
+    def unplug(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        if self.master >= 0:
+            os.close(self.master)
+            self.master = -1
+        self.close_slave()
+
+
+@pytest.fixture
+def pty_device():
+    devices: list[PtyDevice] = []
+
+    def make(ident: dict[str, str] = IDENT) -> PtyDevice:
+        devices.append(PtyDevice(ident))
+        return devices[-1]
+
+    yield make
+    for d in devices:
+        d.unplug()
+
+
+def collect(driver: ShoeDriver, into: list) -> Callable[[], list]:
+    def step() -> list:
+        into.extend(driver.poll())
+        return into
+    return step
+
+
+def test_a_shoe_on_a_pty_handshakes_and_reports_cards(pty_device) -> None:
+    dev = pty_device()
+    shoe = ShoeDriver("shoe", SerialTransport(dev.path, name="shoe"))
+    shoe.open()
+    dev.close_slave()
+    try:
+        identity = shoe.wait_identified(LIMIT)
+        assert identity.serial == "SH123456" and shoe.state == "ready"
+        assert (0, Kind.HELLO) in dev.received
+        for c in ("7H", "KD", "AS"):
+            dev.send(Kind.CARD_OUT, {"card": c})
+        out: list = []
+        step = collect(shoe, out)
+        wait_for(lambda: len([o for o in step() if isinstance(o, CardDrawn)]) == 3, "3 cards")
+        assert [o.card for o in out if isinstance(o, CardDrawn)] == [
+            parse_card("7H"), parse_card("KD"), parse_card("AS")]
+        assert not [o for o in out if isinstance(o, DeviceDiagnostic) and o.code != "NOTICE"]
+    finally:
+        shoe.close()
+
+
+def test_closing_the_master_end_is_a_disconnected_fault_never_a_silent_stop(pty_device) -> None:
+    dev = pty_device()
+    transport = SerialTransport(dev.path, name="shoe")
+    shoe = ShoeDriver("shoe", transport)
+    shoe.open()
+    dev.close_slave()
+    try:
+        shoe.wait_identified(LIMIT)
+        reader = transport.reader
+        assert reader is not None and reader.is_alive()
+        dev.unplug()
+        out: list = []
+        step = collect(shoe, out)
+        faults = wait_for(lambda: [o for o in step() if isinstance(o, DeviceFault)],
+                          "a device_fault")
+        assert [(f.device, f.code) for f in faults] == [("shoe", "DISCONNECTED")]
+        assert shoe.state == "lost"
+        reader.join(LIMIT)
+        assert not reader.is_alive() and transport.reader is None and not transport.is_open
+        with pytest.raises(DeviceDisconnected):
+            shoe.command(Kind.CMD_STATUS)
+    finally:
+        shoe.close()
+
+
+def test_exclusive_open_refuses_a_second_user(pty_device) -> None:
+    dev = pty_device()
+    first = SerialTransport(dev.path)
+    first.open()
+    try:
+        with pytest.raises(DeviceError, match="in use") as info:
+            SerialTransport(dev.path).open()
+        assert isinstance(info.value.__cause__, serial.SerialException)
+    finally:
+        first.close()
+
+
+def test_a_missing_port_is_device_not_found_from_the_serial_error() -> None:
+    with pytest.raises(DeviceNotFound) as info:
+        SerialTransport("/dev/ttyUSB-shoewarden-none").open()
+    assert isinstance(info.value.__cause__, serial.SerialException)
+
+
+# --------------------------------------------------------------------------- loop:// and threads
+
+
+def test_loop_url_round_trip_through_the_reader_thread() -> None:
+    transport = SerialTransport("loop://")
+    transport.open()
+    got: list[bytes] = []
+    faults: list[TransportFault] = []
+    transport.start(got.append, faults.append)
+    try:
+        frame = encode(7, Kind.HEARTBEAT, {})
+        transport.write(frame)
+        wait_for(lambda: b"".join(got) == frame, "the echoed frame")
+        assert faults == []
+    finally:
+        transport.close()
+    assert not transport.is_open and transport.reader is None
+    transport.close()  # twice is fine
+
+
+def test_the_reader_survives_a_handler_exception() -> None:
+    transport = SerialTransport("loop://")
+    transport.open()
+    got: list[bytes] = []
+    faults: list[TransportFault] = []
+
+    def handler(data: bytes) -> None:
+        if not faults:  # the first call fails
+            raise RuntimeError("handler bug")
+        got.append(data)
+
+    reader = transport.start(handler, faults.append)
+    try:
+        transport.write(b"boom")
+        wait_for(lambda: faults, "the fault")
+        assert [f.code for f in faults] == ["DRIVER_ERROR"]
+        assert isinstance(faults[0].error, RuntimeError)
+        assert reader.is_alive()
+        transport.write(b"fine")
+        wait_for(lambda: b"".join(got).endswith(b"fine"), "data after the exception")
+        assert len(faults) == 1
+    finally:
+        transport.close()
+
+
+def test_read_errors_are_io_errors_until_too_many_then_disconnected() -> None:
+    errors = iter([serial.SerialException("framing error"), serial.SerialException("parity"),
+                   OSError(5, "Input/output error")])
+
+    def read() -> bytes:
+        e = next(errors, None)
+        if e is None:
+            return b""
+        try:
+            raise e
+        except OSError as err:  # as SerialTransport.read does
+            if is_gone(err):
+                raise DeviceDisconnected(str(err)) from err
+            raise DeviceError(str(err)) from err
+
+    faults: list[TransportFault] = []
+    done = threading.Event()
+
+    def on_fault(f: TransportFault) -> None:
+        faults.append(f)
+        if f.code == "DISCONNECTED":
+            done.set()
+
+    reader = ReaderThread(read, lambda d: None, on_fault, error_pause=0.0)
+    reader.start()
+    assert done.wait(LIMIT)
+    reader.join(LIMIT)
+    assert [f.code for f in faults] == ["IO_ERROR", "IO_ERROR", "DISCONNECTED"]
+    assert not reader.is_alive()
+
+
+def test_endless_read_errors_end_in_disconnected_not_a_hot_loop() -> None:
+    def read() -> bytes:
+        raise DeviceError("garbled")
+
+    faults: list[TransportFault] = []
+    reader = ReaderThread(read, lambda d: None, faults.append, max_errors=4, error_pause=0.0)
+    reader.start()
+    reader.join(LIMIT)
+    assert [f.code for f in faults] == ["IO_ERROR"] * 3 + ["DISCONNECTED"]
+
+
+def test_a_reader_stopped_on_purpose_reports_nothing() -> None:
+    transport = SerialTransport("loop://")
+    transport.open()
+    faults: list[TransportFault] = []
+    reader = transport.start(lambda d: None, faults.append)
+    transport.close()
+    assert not reader.is_alive() and faults == []
+
+
+@pytest.mark.parametrize(("error", "gone"), [
+    (serial.SerialException("device reports readiness to read but returned no data "
+                            "(device disconnected or multiple access on port?)"), True),
+    (serial.SerialException("read failed: [Errno 5] Input/output error"), True),
+    (serial.PortNotOpenError(), True),
+    (OSError(6, "No such device or address"), True),
+    (serial.SerialException("socket disconnected"), True),
+    (serial.SerialException("framing error"), False),
+    (ValueError("bad"), False),
+])
+def test_which_errors_mean_the_port_went_away(error: BaseException, gone: bool) -> None:
+    assert is_gone(error) is gone
+
+
+def test_read_and_write_map_pyserial_errors_to_typed_ones() -> None:
+    transport = SerialTransport("loop://")
+    transport.open()
+    real = transport.port
+    try:
+        def boom(*a: Any) -> Any:
+            raise serial.SerialException("device reports readiness to read but returned no data")
+
+        transport.port = SimpleNamespace(in_waiting=0, read=boom, write=boom, is_open=True)
+        with pytest.raises(DeviceDisconnected) as info:
+            transport.read()
+        assert isinstance(info.value.__cause__, serial.SerialException)
+        with pytest.raises(DeviceDisconnected):
+            transport.write(b"x")
+    finally:
+        transport.port = real
+        transport.close()
+
+
+# --------------------------------------------------------------------------- USB-serial lookup
+
+
+def port(device: str, serial_number: str | None) -> SimpleNamespace:
+    return SimpleNamespace(device=device, serial_number=serial_number)
+
+
+def test_the_port_is_found_by_usb_serial_number_under_any_name(pty_device) -> None:
+    ports = [port("/dev/ttyS0", None), port("/dev/ttyUSB0", "A10K3F")]
+    assert find_port("A10K3F", lambda: ports) == "/dev/ttyUSB0"
+    assert find_port("ZZZ", lambda: ports) is None
+    dev = pty_device()
+    ports[1] = port(dev.path, "A10K3F")  # it came back under another name
+    transport = SerialTransport("/dev/ttyUSB0", usb_serial="A10K3F", comports=lambda: ports)
+    transport.open()
+    try:
+        assert transport.current == dev.path
+    finally:
+        transport.close()
+    ports.pop()
+    with pytest.raises(DeviceNotFound, match="A10K3F"):
+        transport.open()
+
+
+def test_from_config() -> None:
+    t = SerialTransport.from_config("shoe", {"port": "/dev/ttyUSB0", "baudrate": 9600})
+    assert (t.url, t.baudrate, t.usb_serial) == ("/dev/ttyUSB0", 9600, None)
+    t = SerialTransport.from_config("shoe", {"usb_serial": "A10K3F"})
+    assert t.usb_serial == "A10K3F"
+    for bad in ({}, {"port": 5}, {"port": "loop://", "baudrate": "fast"}):
+        with pytest.raises(ValueError, match=r"devices\.shoe"):
+            SerialTransport.from_config("shoe", bad)
+
+
+def test_events_from_a_threaded_driver_reach_on_event(pty_device) -> None:
+    dev = pty_device()
+    seen: list[Event | DeviceDiagnostic] = []
+    shoe = ShoeDriver("shoe", SerialTransport(dev.path), on_event=seen.append)
+    shoe.open()
+    try:
+        shoe.wait_identified(LIMIT)
+        dev.send(Kind.CUT_CARD_OUT)
+        wait_for(lambda: shoe.poll() and [e for e in seen if getattr(e, "type", "") == "cut_card"],
+                 "the cut card")
+    finally:
+        shoe.close()
