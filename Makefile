@@ -28,6 +28,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)  ## print speed and memory figures
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/audit_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from controller import __version__
+from controller import __version__, audit_cli
 from controller.audit import AuditLog, AuditLogError
 from controller.deviations import Deviation, Severity
 from controller.engine import TableEngine, mermaid_chart
@@ -199,6 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     chart = sub.add_parser("chart", help="print the procedure machine as Mermaid")
     chart.add_argument("--profile", required=True, help="profile name or path")
     chart.set_defaults(func=cmd_chart)
+
+    audit_cli.register(sub)
     return parser
 
 

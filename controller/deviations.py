@@ -73,6 +73,9 @@ _SPECS = [
                   "play goes on while a device fault is open"),
     DeviationSpec("UNEXPECTED_EVENT", Severity.WARNING, "",
                   "an event that is not valid in the current state"),
+    DeviationSpec("SABOT_ROTATION", Severity.WARNING, "",
+                  "table_open with the sabot that was placed on the same table at its last K "
+                  "openings (001 §3; K a setting, default 3)"),
     # Dealing rules, checked by the game referees (controller/games/).
     DeviationSpec("DRAW_RULE", Severity.WARNING, "baccarat",
                   "baccarat / chemin de fer: a card the tableau requires was not drawn, or a "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,11 +138,57 @@ class _Procedure:
         self.engine = engine
 
 
-class TableEngine:
-    """The procedure of one table for one table day. Feed it events with :meth:`handle`."""
+SABOT_ROTATION_K = 3
+"""Default K: a sabot on the same table at its last K openings is flagged (001 §3)."""
 
-    def __init__(self, profile: Profile) -> None:
+
+Opening = tuple[str | None, str | None]
+"""(date, sabot) of one table opening."""
+
+
+def _openings_from(history: Mapping[str, Sequence[Any]] | None) -> dict[str, list[Opening]]:
+    """``{table: [{"date": "YYYY-MM-DD", "sabot": "S-07"}, …]}`` (oldest first) as (date, sabot)."""
+    out: dict[str, list[Opening]] = {}
+    if history is None:
+        return out
+    if not isinstance(history, Mapping):
+        raise ValueError("sabot_history must map table ids to lists of openings")
+    for table, openings in history.items():
+        if not isinstance(openings, Sequence) or isinstance(openings, str):
+            raise ValueError(f"sabot_history[{table!r}] must be a list of openings")
+        rows: list[Opening] = []
+        for i, item in enumerate(openings):
+            if not isinstance(item, Mapping) or not set(item) <= {"date", "sabot"}:
+                raise ValueError(f"sabot_history[{table!r}][{i}] must be "
+                                 "{'date': 'YYYY-MM-DD', 'sabot': id}")
+            date, sabot = item.get("date"), item.get("sabot")
+            if date is not None and not isinstance(date, str):
+                raise ValueError(f"sabot_history[{table!r}][{i}].date must be a string")
+            if sabot is not None and not isinstance(sabot, str):
+                raise ValueError(f"sabot_history[{table!r}][{i}].sabot must be a string")
+            rows.append((date, sabot))
+        out[str(table)] = rows
+    return out
+
+
+class TableEngine:
+    """The procedure of one table for one table day. Feed it events with :meth:`handle`.
+
+    ``sabot_history``: the sabots placed at the table's earlier openings,
+    ``{table: [{"date": "YYYY-MM-DD", "sabot": id}, …]}`` oldest first (from the
+    logs of earlier days; the engine reads no files). A ``table_open`` with the
+    sabot of each of the table's last ``sabot_rotation_k`` openings is
+    ``SABOT_ROTATION``. Openings seen by this engine are added to the history.
+    """
+
+    def __init__(self, profile: Profile, *,
+                 sabot_history: Mapping[str, Sequence[Any]] | None = None,
+                 sabot_rotation_k: int = SABOT_ROTATION_K) -> None:
+        if type(sabot_rotation_k) is not int or sabot_rotation_k < 1:
+            raise ValueError(f"sabot_rotation_k must be an integer >= 1, got {sabot_rotation_k!r}")
         self.profile = profile
+        self.sabot_rotation_k = sabot_rotation_k
+        self._openings = _openings_from(sabot_history)
         self.states = _states_for(profile)
         self.graph: dict[tuple[str, str], tuple[str | None, ...]] = {}
         self._target: str | None = None
@@ -422,21 +468,24 @@ class TableEngine:
 
     # ------------------------------------------------------------------ deck checks
 
-    def _judge_lots(self, lots: Iterable[DeckLot], out: list[Output]) -> None:
+    def _judge_lots(self, lots: Iterable[DeckLot], out: list[Output],
+                    on: dt.date | None = None) -> None:
+        """Judge lots on ``on`` (the date of the event that brought them; default the opening)."""
         rule = self.profile.deck_lifecycle
-        if self.open_date is None:
+        judged_on = on or self.open_date
+        if judged_on is None:
             out.append(Note("lots_not_judged", "deck lots not judged: table_open has no time",
                             {"lots": [lot.id for lot in lots]}))
             return
         for lot in lots:
-            age = (self.open_date - lot.first_use).days
+            age = (judged_on - lot.first_use).days
             if age < 0:
                 out.append(self._make(
                     "DECK_EXPIRED",
                     f"lot {lot.id}: first use {lot.first_use} is after the opening date "
-                    f"{self.open_date}; its age cannot be trusted",
+                    f"{judged_on}; its age cannot be trusted",
                     lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
-                    opened=str(self.open_date)))
+                    opened=str(judged_on)))
             elif lot.kind == "plastic":
                 days = age + 1 if rule.plastic_day_count == "calendar" else age
                 if days > rule.plastic_max_days:
@@ -445,14 +494,14 @@ class TableEngine:
                         f"plastic lot {lot.id} first used {lot.first_use}: {days} days, more "
                         f"than {rule.plastic_max_days}",
                         lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
-                        opened=str(self.open_date), days=days,
+                        opened=str(judged_on), days=days,
                         max_days=rule.plastic_max_days))
             elif rule.paper_same_day_only and age > 0:
                 out.append(self._make(
                     "DECK_EXPIRED",
-                    f"paper lot {lot.id} opened {lot.first_use} reused on {self.open_date}",
+                    f"paper lot {lot.id} opened {lot.first_use} reused on {judged_on}",
                     lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
-                    opened=str(self.open_date)))
+                    opened=str(judged_on)))
 
     def _check_composition(self, event: DeckCheck, out: list[Output]) -> None:
         got = Counter(event.cards)
@@ -486,6 +535,7 @@ class TableEngine:
         self.sabot = e.sabot
         self.pack_size = e.decks * 52
         self.open_date = e.time.date() if e.time else None
+        self._check_sabot(e, out)
         d = self.profile.decks
         if not d.min <= e.decks <= d.max:
             span = f"{d.min}" if d.min == d.max else f"{d.min}–{d.max}"
@@ -496,11 +546,26 @@ class TableEngine:
             self._judge_lots(e.deck_lots, out)
         return OPENING_CHECK if self.profile.inspection.opening_check else SHUFFLE
 
+    def _check_sabot(self, e: TableOpen, out: list[Output]) -> None:
+        """001 §3: the same sabot must not be put on the same table systematically."""
+        past = self._openings.setdefault(e.table, [])
+        k = self.sabot_rotation_k
+        last = past[-k:]
+        if e.sabot is not None and len(last) == k and all(s == e.sabot for _, s in last):
+            dates = [d for d, _ in last]
+            out.append(self._make(
+                "SABOT_ROTATION",
+                f"sabot {e.sabot} is on table {e.table} again: it was placed there at the "
+                f"table's last {k} openings; sabots must not go to the same table "
+                "systematically (001 §3)",
+                sabot=e.sabot, table=e.table, openings=dates, k=k))
+        past.append((self.open_date.isoformat() if self.open_date else None, e.sabot))
+
     def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> str | None:
         self._check_composition(e, out)
         if e.deck_lots is not None:
             self.lots = e.deck_lots
-            self._judge_lots(e.deck_lots, out)
+            self._judge_lots(e.deck_lots, out, on=e.time.date() if e.time else None)
         self.checked_since_shoe = True
         if self.state == OPENING_CHECK:
             self.checked_open = True
@@ -528,6 +593,8 @@ class TableEngine:
         size = self.decks * 52
         if e.offset > size:
             raise _Reject(f"offset {e.offset} is more than the {size} cards of the pack")
+        if self.state in (READY, RETURN_DISCARDS):
+            self._end_shoe()  # cards gathered and re-cut between rounds: a new shoe begins
         self._begin_shoe(out)
         need = self.profile.cut.min_each_side
         self.cut_done = True
@@ -630,7 +697,7 @@ class TableEngine:
                 reason=self.burn_reason, mode=self._burn_mode_name()))
             self.burn_done += 1
             return None
-        if state == SHOE_COMPLETE:
+        if state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
             self.dealt += 1
             out.append(self._make(
                 "PLAY_AFTER_LAST_HAND", f"{e.card} drawn after the last hand, before a "
@@ -891,8 +958,8 @@ def _graph_for(p: Profile, states: tuple[str, ...]) -> list[tuple[str, list[str]
         ("deck_check", only(CLOSING_CHECK), [None]),
         ("shuffle", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, SHOE_COMPLETE,
                          CLOSING_CHECK, SUSPENDED, *between), only(CUT)),
-        ("cut", only(CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK),
-         after_cut),
+        ("cut", only(CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK,
+                     *between), after_cut),
         ("bets_closed", only(READY, BURN, RETURN_DISCARDS, SHOE_COMPLETE, SUSPENDED,
                              CLOSING_CHECK, *pre_play), only(ROUND, LAST_ROUND)),
         ("card", only(BURN), [None, *only(READY)]),

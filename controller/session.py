@@ -50,13 +50,29 @@ class Tally:
         }
 
 
+def engine_for(profile: Profile, settings: dict[str, Any] | None = None) -> TableEngine:
+    """The engine a session with these settings runs (a replay builds it the same way).
+
+    Settings that reach the engine: ``sabot_history`` and ``sabot_rotation_k``
+    (SABOT_ROTATION, docs/deviations.md). They are in the log header, so a
+    replay decides the same.
+    """
+    settings = settings or {}
+    kw: dict[str, Any] = {}
+    if settings.get("sabot_history") is not None:
+        kw["sabot_history"] = settings["sabot_history"]
+    if settings.get("sabot_rotation_k") is not None:
+        kw["sabot_rotation_k"] = settings["sabot_rotation_k"]
+    return TableEngine(profile, **kw)
+
+
 class TableSession:
     """Feeds input events to one table's engine, logging every input ahead of its effects."""
 
     def __init__(self, profile: Profile, audit: AuditLog | None = None,
                  settings: dict[str, Any] | None = None) -> None:
         self.profile = profile
-        self.engine = TableEngine(profile)
+        self.engine = engine_for(profile, settings)
         self.audit = audit
         self.settings = dict(settings or {})
         self.tally = Tally()

@@ -44,7 +44,7 @@ PROCEDURE_CODES = frozenset({
     "DECK_EXPIRED", "SHUFFLE_MISSING", "CUT_MISSING", "CUT_TOO_SHALLOW", "CUT_CARD_MISSING",
     "CUT_CARD_POSITION", "CUT_CARD_UNEXPECTED", "BURN_COUNT", "CARD_BEFORE_BETS_CLOSED",
     "PLAY_AFTER_LAST_HAND", "CARD_DUPLICATE", "DISCARDS_NOT_RETURNED", "DEVICE_FAULT",
-    "UNEXPECTED_EVENT",
+    "UNEXPECTED_EVENT", "SABOT_ROTATION",
 })
 
 # Which profile has what, written out from PROCEDURES.md §1 (not read from the code).
@@ -169,8 +169,10 @@ def check_outputs(engine: TableEngine, before: str, outs: list[Any]) -> None:
         assert (moves[0].source, moves[0].dest) == (before, after), moves[0]
         assert prompts[0].state == after and prompts[0].text, prompts[0]
         assert prompts[0] == engine.prompt()
-    else:  # no state change: no transition; a prompt, if any, is last and current
-        assert not moves, (before, outs)
+    elif moves:  # a self-transition (a reshuffle while waiting for the cut): then the prompt
+        assert len(moves) == 1 and (moves[0].source, moves[0].dest) == (before, after), outs
+        assert len(prompts) == 1 and outs[-2] is moves[0] and outs[-1] is prompts[0], outs
+    else:  # no state change: a prompt, if any, is last and current
         assert len(prompts) <= 1 and all(o is outs[-1] and o.state == after for o in prompts)
     if any(isinstance(o, Transition) and o.under_fault for o in outs):
         assert before == after == DEVICE_FAULT

@@ -15,6 +15,7 @@ See docs/audit-log.md.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -22,15 +23,32 @@ from typing import Any
 GENESIS = "0" * 64
 """The ``prev`` of the first record of a log: 64 zeros."""
 
-RESERVED_KEYS = frozenset({"seq", "ts", "prev", "hash"})
-"""Keys the writer sets; a caller never supplies them."""
+RESERVED_KEYS = frozenset({"seq", "ts", "prev", "hash", "mac", "chain"})
+"""Keys the writer sets; a caller never supplies them (``mac``, ``chain``: where they apply)."""
+
+MAC_ALG = "HMAC-SHA-256"
+"""The MAC of a keyed log (docs/audit-log.md, "Keyed logs")."""
+
+_KEY_ID_MESSAGE = b"shoewarden audit key id"
+
+
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)  # one shared encoder: json.dumps() with arguments builds a new one per call
+
+
+def canonical_text(record: Mapping[str, Any]) -> str:
+    """The canonical encoding as text (what :func:`canonical_bytes` encodes to UTF-8)."""
+    return _ENCODER.encode(record)
 
 
 def canonical_bytes(record: Mapping[str, Any]) -> bytes:
-    """Canonical UTF-8 encoding of ``record``: sorted keys, no whitespace, no ASCII escaping."""
-    return json.dumps(
-        record, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    """Canonical UTF-8 encoding of ``record``: sorted keys, no whitespace, no ASCII escaping.
+
+    The same bytes as ``json.dumps(record, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False).encode("utf-8")`` (NaN and infinities are refused).
+    """
+    return _ENCODER.encode(record).encode("utf-8")
 
 
 def record_hash(record_without_hash: Mapping[str, Any]) -> str:
@@ -38,6 +56,26 @@ def record_hash(record_without_hash: Mapping[str, Any]) -> str:
     if "hash" in record_without_hash:
         raise ValueError("record_hash() takes the record without its 'hash' key")
     return hashlib.sha256(canonical_bytes(record_without_hash)).hexdigest()
+
+
+def record_mac(key: bytes, prev_mac: str, record: Mapping[str, Any]) -> str:
+    """The ``mac`` of a record in a keyed log.
+
+    Lowercase hex HMAC-SHA-256 under ``key`` of the previous record's ``mac``
+    (64 ASCII hex characters; ``GENESIS`` at the start of a MAC chain)
+    followed by the canonical encoding of the record without ``hash`` and ``mac``.
+    """
+    body = {k: v for k, v in record.items() if k not in ("hash", "mac")}
+    message = prev_mac.encode("ascii") + canonical_bytes(body)
+    return hmac.digest(key, message, "sha256").hex()
+
+
+def key_id(key: bytes) -> str:
+    """A public name for a key: 16 hex digits of HMAC-SHA-256(key, "shoewarden audit key id").
+
+    It tells which key a log was written with without revealing the key.
+    """
+    return hmac.new(key, _KEY_ID_MESSAGE, hashlib.sha256).hexdigest()[:16]
 
 
 def seal(record: Mapping[str, Any], prev: str) -> dict[str, Any]:

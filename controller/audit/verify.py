@@ -1,4 +1,4 @@
-"""Verify a hash-chained audit log (one file; rotated sets, HMAC and anchors come later).
+"""Verify a hash-chained audit log file (sets of files, anchors: :mod:`controller.audit.sets`).
 
 The checks, in order, for each line (1-based):
 
@@ -9,33 +9,73 @@ The checks, in order, for each line (1-based):
    re-formatting, no duplicate keys);
 5. ``hash`` equals the SHA-256 of the canonical encoding of the record
    without ``hash`` (otherwise the record was edited);
-6. ``seq`` is the previous record's ``seq`` + 1, starting at 1;
-7. ``prev`` equals the previous record's ``hash`` (``GENESIS`` for the first).
+6. ``mac``: a keyed file (its first record's ``chain.mac``) has a ``mac`` on
+   every record, an unkeyed one on none; with the key, each ``mac`` is the
+   HMAC-SHA-256 of the previous ``mac`` and the record without ``hash``/``mac``;
+7. ``seq`` is the previous record's ``seq`` + 1;
+8. ``prev`` equals the previous record's ``hash``.
 
-Verification stops at the first bad line. See docs/audit-log.md.
+The chain starts at seq 1 and ``GENESIS``, unless the file's first record
+says (``chain.continues``) that it continues another file of a rotated set:
+then it starts where that file ended. Verification stops at the first bad
+line; the result names it, gives the reason, and classifies the tampering
+(``problem``) with a diagnosis (``detail``), looking ahead where that helps
+(a record that is missing here but found further on was *moved*, not deleted).
+See docs/audit-log.md.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from controller.audit.canonical import GENESIS, canonical_bytes, record_hash
+from controller.audit.canonical import GENESIS, canonical_text, key_id
 
 _STR_FIELDS = ("ts", "kind", "prev", "hash")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+# Classification of the first bad line (VerifyResult.problem).
+EDITED = "edited"  # a record's content changed (hash mismatch, not canonical, unparseable)
+REHASHED = "rehashed"  # a record changed and its hash recomputed (next prev breaks)
+DELETED = "deleted"  # records missing (seq gap, none of them further on)
+INSERTED = "inserted"  # an extra record (repeated seq / chain skips over it)
+REORDERED = "reordered"  # records out of order (the missing seq is further on)
+TORN = "torn"  # the last line was cut by an interrupted write
+START = "start"  # the file does not start where its chain says it should
+MAC = "mac"  # keyed log: a MAC is wrong or missing (rewritten or forged without the key)
+WRONG_KEY = "wrong-key"  # keyed log verified with another key: nothing could be checked
+
+
+@dataclass(frozen=True)
+class ChainStart:
+    """Where a file's chain starts: the ``seq``, ``hash`` and ``mac`` of the record before it."""
+
+    seq: int = 0
+    hash: str = GENESIS
+    mac: str = GENESIS
 
 
 @dataclass(frozen=True)
 class VerifyResult:
-    """Outcome of a verification.
+    """Outcome of verifying one file (or a list of lines).
 
     ``records`` counts the records that verified before the first bad one (all
     of them when ``ok``); ``first_bad_line`` is 1-based; ``first_bad_seq`` is the
     ``seq`` the bad record claims (None when it cannot be read); ``head`` is the
-    hash of the last good record (``GENESIS`` if none).
+    hash of the last good record (the chain start if none) and ``head_seq`` its
+    seq. ``problem`` classifies the first bad line (``edited``, ``rehashed``,
+    ``deleted``, ``inserted``, ``reordered``, ``torn``, ``start``, ``mac``,
+    ``wrong-key``) and ``detail`` explains it. ``chain`` is the first record's
+    ``chain`` field (rotation, new chain, MAC), ``start`` where the chain starts.
+    ``macs`` counts good records carrying a ``mac``; ``mac_checked`` says whether
+    they were checked with a key; ``mac_head`` is the last good ``mac``.
+    ``hashes`` holds the hash of each good record whose seq was asked for.
     """
 
     ok: bool
@@ -45,12 +85,30 @@ class VerifyResult:
     reason: str | None
     source: str = "<log>"
     head: str = GENESIS
+    head_seq: int = 0
+    start: ChainStart = ChainStart()
+    chain: Mapping[str, Any] | None = None
+    problem: str | None = None
+    detail: str | None = None
+    macs: int = 0
+    mac_checked: bool = False
+    mac_head: str = GENESIS
+    lines: int = 0
+    hashes: Mapping[int, str] = field(default_factory=dict)
+
+    @property
+    def keyed(self) -> bool:
+        """The file's first record declares a MAC chain."""
+        return bool(self.chain and isinstance(self.chain.get("mac"), Mapping))
 
     def __str__(self) -> str:
         if self.ok:
             return f"{self.source}: ok, {self.records} records, head {self.head}"
         seq = "" if self.first_bad_seq is None else f" (seq {self.first_bad_seq})"
-        return f"{self.source}: line {self.first_bad_line}{seq}: {self.reason}"
+        text = f"{self.source}: line {self.first_bad_line}{seq}: {self.reason}"
+        if self.detail:
+            text += f" [{self.detail}]"
+        return text
 
 
 class _FloatInRecord(ValueError):
@@ -61,149 +119,333 @@ def _no_float(text: str) -> Any:
     raise _FloatInRecord(text)
 
 
+_DECODER = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float)
+
+
+def _without_member(body: str, key: str, value: str) -> str | None:
+    """``body`` (a canonical line, no ``\\n``) without its top-level ``"key":"value"`` member.
+
+    The canonical encoding of a record minus one key is the canonical line
+    minus that member and one comma, so the hash (and MAC) can be checked on
+    the line itself without encoding the record again. The member is found by
+    its exact text: a nested copy with the same value would have to contain a
+    hash of itself, and a quote inside a string is always escaped.
+    """
+    member = f'"{key}":"{value}"'
+    i = body.find(member)
+    if i < 0:
+        return None
+    j = i + len(member)
+    if body[j] == ",":
+        return body[:i] + body[j + 1:]
+    if body[i - 1] == ",":  # the last member
+        return body[:i - 1] + body[j:]
+    return body[:i] + body[j:]  # the only member
+
+
 def verify_lines(
     lines: Iterable[str],
     *,
     source: str = "<log>",
-    first_seq: int = 1,
-    first_prev: str = GENESIS,
+    first_seq: int | None = None,
+    first_prev: str | None = None,
+    key: bytes | None = None,
 ) -> VerifyResult:
     """Verify the lines of a log, each *with* its ``\\n`` terminator (as iterating a file gives).
 
-    ``first_seq`` and ``first_prev`` are what the first record must carry
-    (1 and ``GENESIS`` for a log that starts a chain).
+    ``first_seq`` and ``first_prev`` are what the first record must carry; by
+    default (1 and ``GENESIS``, or where the first record's ``chain.continues``
+    says the file starts).
     """
-    return _verify(((line, None) for line in lines), source, first_seq, first_prev)
+    start = None
+    if first_seq is not None or first_prev is not None:
+        start = ChainStart((first_seq or 1) - 1, first_prev or GENESIS)
+    return _verify(((line, None) for line in lines), source, start, key, ())
 
 
-def verify_file(path: str | os.PathLike[str]) -> VerifyResult:
-    """Verify the log file at ``path`` (read as bytes, decoded line by line as UTF-8)."""
+def verify_file(
+    path: str | os.PathLike[str],
+    *,
+    key: bytes | None = None,
+    want_hashes: Collection[int] = (),
+    start: ChainStart | None = None,
+    end: int | None = None,
+) -> VerifyResult:
+    """Verify the log file at ``path`` (read as bytes, decoded line by line as UTF-8).
+
+    With ``key``, every record must carry a correct ``mac``. ``want_hashes``:
+    seqs whose record hash to return in ``VerifyResult.hashes`` (anchors).
+    ``end``: verify only the first ``end`` bytes (a prefix ending at a line end).
+    """
     with open(path, "rb") as f:
+        lines: Iterable[bytes] = f if end is None else _prefix(f, end)
+        return _verify(_decoded(lines), os.fspath(path), start, key, want_hashes)
 
-        def decoded() -> Iterator[tuple[str | None, str | None]]:
-            for raw in f:
-                try:
-                    yield raw.decode("utf-8"), None
-                except UnicodeDecodeError as exc:
-                    if not raw.endswith(b"\n"):  # cut inside a character: report it as torn
-                        yield raw.decode("utf-8", "replace"), None
-                    else:
-                        yield None, f"line is not valid UTF-8 ({exc.reason} at byte {exc.start})"
 
-        return _verify(decoded(), os.fspath(path), 1, GENESIS)
+def _prefix(f: Iterable[bytes], end: int) -> Iterator[bytes]:
+    pos = 0
+    for raw in f:
+        if pos >= end:
+            return
+        if pos + len(raw) > end:
+            yield raw[: end - pos]
+            return
+        pos += len(raw)
+        yield raw
+
+
+def _decoded(f: Iterable[bytes]) -> Iterator[tuple[str | None, str | None]]:
+    for raw in f:
+        try:
+            yield raw.decode("utf-8"), None
+        except UnicodeDecodeError as exc:
+            if not raw.endswith(b"\n"):  # cut inside a character: report it as torn
+                yield raw.decode("utf-8", "replace"), None
+            else:
+                yield None, f"line is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+
+
+class _BadLine(Exception):
+    def __init__(self, seq: int | None, reason: str, problem: str, detail: str | None = None):
+        super().__init__(reason)
+        self.seq = seq
+        self.reason = reason
+        self.problem = problem
+        self.detail = detail
+
+
+def _chain_start_of(record: Any) -> tuple[Mapping[str, Any] | None, ChainStart]:
+    """The first record's ``chain`` field and the start it implies (seq 0 / GENESIS if none)."""
+    chain = record.get("chain") if isinstance(record, dict) else None
+    if not isinstance(chain, Mapping):
+        return None, ChainStart()
+    cont = chain.get("continues")
+    if isinstance(cont, Mapping):
+        seq, h = cont.get("seq"), cont.get("hash")
+        mac = cont.get("mac") if isinstance(cont.get("mac"), str) else GENESIS
+        if type(seq) is int and seq >= 0 and isinstance(h, str):
+            return chain, ChainStart(seq, h, mac)
+    return chain, ChainStart()
+
+
+def _peek_record(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _verify(
     items: Iterable[tuple[str | None, str | None]],
     source: str,
-    first_seq: int,
-    first_prev: str,
+    start: ChainStart | None,
+    key: bytes | None,
+    want_hashes: Collection[int],
 ) -> VerifyResult:
-    last_seq, last_hash = first_seq - 1, first_prev
-    good = 0
     it = iter(items)
     current = next(it, None)
+    chain: Mapping[str, Any] | None = None
+    if current is not None:
+        chain, auto = _chain_start_of(_peek_record(current[0]))
+        if start is None:
+            start = auto
+    start = start or ChainStart()
+    keyed = bool(chain and isinstance(chain.get("mac"), Mapping))
+    want = set(want_hashes)
+    hashes: dict[int, str] = {}
+    state = _State(start.seq, start.hash, start.mac, keyed=keyed, key=key)
+    good = 0
     lineno = 0
     while current is not None:
         following = next(it, None)
         lineno += 1
         text, decode_error = current
         try:
-            last_seq, last_hash = _check_line(
-                text,
-                decode_error,
-                is_last=following is None,
-                first=good == 0,
-                last_seq=last_seq,
-                last_hash=last_hash,
-            )
+            state.check(text, decode_error, is_last=following is None, first=good == 0,
+                        lineno=lineno)
         except _BadLine as bad:
-            return VerifyResult(False, good, bad.seq, lineno, bad.reason, source, last_hash)
+            detail, problem = bad.detail, bad.problem
+            if problem == "gap":
+                problem, detail, total = _diagnose_gap(state, lineno, following, it)
+            else:
+                total = lineno + (0 if following is None else 1 + sum(1 for _ in it))
+            return VerifyResult(
+                False, good, bad.seq, lineno, bad.reason, source, state.last_hash,
+                state.last_seq, start, chain, problem, detail, state.macs,
+                key is not None, state.last_mac, total, hashes)
         good += 1
+        if state.last_seq in want:
+            hashes[state.last_seq] = state.last_hash
         current = following
-    return VerifyResult(True, good, None, None, None, source, last_hash)
+    return VerifyResult(True, good, None, None, None, source, state.last_hash, state.last_seq,
+                        start, chain, None, None, state.macs, key is not None, state.last_mac,
+                        lineno, hashes)
 
 
-class _BadLine(Exception):
-    def __init__(self, seq: int | None, reason: str) -> None:
-        super().__init__(reason)
-        self.seq = seq
-        self.reason = reason
+def _diagnose_gap(
+    state: _State, lineno: int, following: Any, it: Iterator[tuple[str | None, str | None]]
+) -> tuple[str, str, int]:
+    """A seq gap at ``lineno``: moved (the missing seq is further on) or deleted?
+
+    Returns the problem, the diagnosis and the number of lines in the file.
+    """
+    expected = state.last_seq + 1
+    n = lineno
+    item = following
+    while item is not None:
+        n += 1
+        record = _peek_record(item[0])
+        if isinstance(record, dict) and record.get("seq") == expected:
+            found = n
+            n += sum(1 for _ in it)
+            return REORDERED, (f"records out of order: seq {expected} is further on, at line "
+                               f"{found}"), n
+        item = next(it, None)
+    return DELETED, f"seq {expected} is nowhere in the file: record(s) deleted", n
 
 
-def _check_line(
-    text: str | None,
-    decode_error: str | None,
-    *,
-    is_last: bool,
-    first: bool,
-    last_seq: int,
-    last_hash: str,
-) -> tuple[int, str]:
-    """(seq, hash) of a good line; raises :class:`_BadLine` with the claimed seq and reason."""
-    if decode_error is not None or text is None:
-        raise _BadLine(None, decode_error or "unreadable line")
-    terminated = text.endswith("\n")
-    body = text[:-1] if terminated else text
+class _State:
+    """The running chain: last seq, hash and mac, and the hash before the last (diagnosis)."""
 
-    record: Any = None
-    float_error: str | None = None
-    parse_error: str | None = None
-    try:
-        record = json.loads(body, parse_float=_no_float, parse_constant=_no_float)
-    except _FloatInRecord as exc:
-        float_error = f"record contains a float ({exc}); records never contain floats"
-    except (ValueError, RecursionError) as exc:
-        parse_error = f"does not parse as JSON ({exc})"
-    claimed = record.get("seq") if isinstance(record, dict) else None
-    seq = claimed if type(claimed) is int else None
+    def __init__(self, seq: int, hash_: str, mac: str, *, keyed: bool, key: bytes | None):
+        self.last_seq = seq
+        self.last_hash = hash_
+        self.before_last_hash: str | None = None
+        self.last_mac = mac
+        self.keyed = keyed
+        self.key = key
+        self.macs = 0
 
-    if not terminated:
-        if is_last:
-            raise _BadLine(seq, "torn last line: no newline terminator (the write was interrupted)")
-        raise _BadLine(seq, "line has no newline terminator")
-    if parse_error is not None:
-        raise _BadLine(None, f"torn last line: {parse_error}" if is_last else f"line {parse_error}")
-    if float_error is not None:
-        raise _BadLine(None, float_error)
-    if not isinstance(record, dict):
-        raise _BadLine(None, f"line is not a JSON object (got {type(record).__name__})")
-    if seq is None:
-        raise _BadLine(None, f"missing or ill-typed field 'seq' (got {claimed!r})")
-    for key in _STR_FIELDS:
-        if not isinstance(record.get(key), str):
-            raise _BadLine(seq, f"missing or ill-typed field {key!r} (got {record.get(key)!r})")
+    def check(self, text: str | None, decode_error: str | None, *, is_last: bool, first: bool,
+              lineno: int) -> None:
+        if decode_error is not None or text is None:
+            raise _BadLine(None, decode_error or "unreadable line", EDITED)
+        terminated = text.endswith("\n")
+        body = text[:-1] if terminated else text
 
-    if canonical_bytes(record).decode("utf-8") != body:
-        raise _BadLine(seq, "line is not in canonical form (re-encoded, or duplicate keys)")
+        record: Any = None
+        float_error: str | None = None
+        parse_error: str | None = None
+        try:
+            record = _DECODER.decode(body)
+        except _FloatInRecord as exc:
+            float_error = f"record contains a float ({exc}); records never contain floats"
+        except (ValueError, RecursionError) as exc:
+            parse_error = f"does not parse as JSON ({exc})"
+        claimed = record.get("seq") if isinstance(record, dict) else None
+        seq = claimed if type(claimed) is int else None
 
-    body_record = {k: v for k, v in record.items() if k != "hash"}
-    if record_hash(body_record) != record["hash"]:
-        raise _BadLine(seq, "hash mismatch: record was edited")
+        if not terminated:
+            if is_last:
+                raise _BadLine(
+                    seq, "torn last line: no newline terminator (the write was interrupted)",
+                    TORN, "recover() cuts it back to the last whole record")
+            raise _BadLine(seq, "line has no newline terminator", EDITED)
+        if parse_error is not None:
+            if is_last:
+                raise _BadLine(None, f"torn last line: {parse_error}", TORN)
+            raise _BadLine(None, f"line {parse_error}", EDITED)
+        if float_error is not None:
+            raise _BadLine(None, float_error, EDITED)
+        if not isinstance(record, dict):
+            raise _BadLine(None, f"line is not a JSON object (got {type(record).__name__})",
+                           EDITED)
+        if seq is None:
+            raise _BadLine(None, f"missing or ill-typed field 'seq' (got {claimed!r})", EDITED)
+        for k in _STR_FIELDS:
+            if not isinstance(record.get(k), str):
+                raise _BadLine(seq, f"missing or ill-typed field {k!r} (got {record.get(k)!r})",
+                               EDITED)
 
-    expected = last_seq + 1
-    if seq != expected:
-        if first:
-            what = "record(s) missing at the start" if seq > expected else "bad sequence number"
-            raise _BadLine(seq, f"first record has seq {seq}, expected {expected}: {what}")
-        if seq > expected:
-            what = "record(s) missing (deleted or moved)"
-        else:
-            what = "record repeated or out of order"
-        raise _BadLine(seq, f"seq {seq} follows seq {last_seq}: {what}")
+        if canonical_text(record) != body:
+            raise _BadLine(seq, "line is not in canonical form (re-encoded, or duplicate keys)",
+                           EDITED)
 
-    if record["prev"] != last_hash:
-        if first:
-            start = "GENESIS (64 zeros)" if last_hash == GENESIS else last_hash
+        unhashed = _without_member(body, "hash", record["hash"])
+        if unhashed is None or \
+                hashlib.sha256(unhashed.encode("utf-8")).hexdigest() != record["hash"]:
+            raise _BadLine(seq, "hash mismatch: record was edited", EDITED)
+
+        self._check_mac(record, unhashed, seq, first=first, is_last=is_last)
+        self._check_link(record, seq, first=first, lineno=lineno)
+
+        self.before_last_hash = self.last_hash
+        self.last_seq, self.last_hash = seq, record["hash"]
+
+    def _check_mac(self, record: dict[str, Any], unhashed: str, seq: int, *, first: bool,
+                   is_last: bool) -> None:
+        mac = record.get("mac")
+        if mac is None:
+            if self.keyed or self.key is not None:
+                why = ("the file is keyed (its first record declares a MAC chain)" if self.keyed
+                       else "a key was given, so every record must carry one")
+                raise _BadLine(seq, f"record has no mac: {why}", MAC,
+                               "mac removed, or record written by someone without the key")
+            return
+        if not isinstance(mac, str) or not _HEX64.fullmatch(mac):
+            raise _BadLine(seq, f"ill-typed field 'mac' (got {mac!r})", EDITED)
+        if not self.keyed:
+            raise _BadLine(seq, "record has a mac but the file's first record declares no "
+                           "MAC chain", MAC, "first record replaced, or record from another log")
+        if self.key is not None:
+            body = _without_member(unhashed, "mac", mac)
+            message = self.last_mac.encode("ascii") + (body or "").encode("utf-8")
+            expected = hmac.digest(self.key, message, "sha256").hex()
+            if body is None or not hmac.compare_digest(expected, mac):
+                if first:
+                    declared = _declared_key_id(record)
+                    if declared is not None and declared != key_id(self.key):
+                        raise _BadLine(
+                            seq, f"wrong key: the log was written with key {declared}, the key "
+                            f"given is {key_id(self.key)}; no MAC could be checked", WRONG_KEY)
+                detail = ("forged record appended by someone without the key (or the last "
+                          "record rewritten)" if is_last else
+                          "record rewritten with its hash recomputed, or forged, by someone "
+                          "without the key")
+                raise _BadLine(seq, "mac mismatch: the record is not what the key holder wrote",
+                               MAC, detail)
+        self.macs += 1
+        self.last_mac = mac
+
+    def _check_link(self, record: dict[str, Any], seq: int, *, first: bool, lineno: int) -> None:
+        expected = self.last_seq + 1
+        if seq != expected:
+            if first:
+                what = ("record(s) missing at the start" if seq > expected
+                        else "bad sequence number")
+                raise _BadLine(seq, f"first record has seq {seq}, expected {expected}: {what}",
+                               START, "the start of the file was cut off or replaced")
+            if seq > expected:
+                raise _BadLine(seq, f"seq {seq} follows seq {self.last_seq}: record(s) missing "
+                               "(deleted or moved)", "gap")
+            if seq == self.last_seq and record["prev"] == self.before_last_hash:
+                detail = (f"a record was inserted at line {lineno - 1}: this record chains to "
+                          f"the one before it")
+                problem = INSERTED
+            elif seq == self.last_seq:
+                detail, problem = f"seq {seq} appears twice (line {lineno - 1} and here)", INSERTED
+            else:
+                detail, problem = f"seq {seq} came earlier in the file", REORDERED
+            raise _BadLine(seq, f"seq {seq} follows seq {self.last_seq}: record repeated or "
+                           "out of order", problem, detail)
+        if record["prev"] != self.last_hash:
+            if first:
+                start = "GENESIS (64 zeros)" if self.last_hash == GENESIS else self.last_hash
+                raise _BadLine(
+                    seq, f"prev of the first record does not match the chain start {start}: "
+                    "the log does not start where it should", START)
             raise _BadLine(
-                seq,
-                f"prev of the first record does not match the chain start {start}: "
-                "the log does not start where it should",
-            )
-        raise _BadLine(
-            seq,
-            "prev does not match the previous record's hash: "
-            "a record was deleted, inserted or reordered before this one",
-        )
+                seq, "prev does not match the previous record's hash: a record was deleted, "
+                "inserted or reordered before this one", REHASHED,
+                f"the record at line {lineno - 1} was replaced, or edited and its hash "
+                "recomputed")
 
-    return seq, record["hash"]
+
+def _declared_key_id(record: Mapping[str, Any]) -> str | None:
+    chain = record.get("chain")
+    if isinstance(chain, Mapping) and isinstance(chain.get("mac"), Mapping):
+        kid = chain["mac"].get("key_id")
+        return kid if isinstance(kid, str) else None
+    return None

@@ -14,30 +14,46 @@ Two layers:
   with :func:`structlog.wrap_logger` over the writer; structlog's global
   configuration is never touched.
 
-The package knows no devices and no engine: it receives plain dicts.
+Options beyond the plain chain: a ``key`` (every record then carries a chained
+HMAC-SHA-256 ``mac``), a chain start for a new file of a rotated set
+(:class:`ChainStart` plus the ``chain`` field written into its first record),
+an :class:`~controller.audit.anchors.AnchorSink` that receives the head at
+every shoe end, table close, open and close, and the explicit cut of a torn
+last line used by crash recovery (``repair_torn``).
+
+The writer knows no devices and no engine: it receives plain dicts.
 See docs/audit-log.md for the format.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
 from controller.audit.canonical import (
     GENESIS,
+    MAC_ALG,
     RESERVED_KEYS,
     canonical_bytes,
     check_json_value,
+    key_id,
     record_hash,
+    record_mac,
 )
+from controller.audit.verify import ChainStart, VerifyResult, verify_file
+
+if TYPE_CHECKING:
+    from controller.audit.anchors import AnchorSink
 
 try:  # POSIX: refuse a second writer on the same file (it would fork the chain).
     import fcntl
@@ -56,7 +72,25 @@ CONTEXT_KEYS = ("table", "shoe", "round", "state")
 
 FILE_MODE = 0o640
 
+ANCHOR_STATES = {"shoe_complete": "shoe_end", "closed": "table_close"}
+"""A ``transition`` output into one of these states makes :class:`AuditLog` anchor its head
+(the value is the anchor's ``reason``)."""
+
 Clock = Callable[[], dt.datetime]
+
+
+@dataclass(frozen=True)
+class TornCut:
+    """What ``repair_torn`` cut off the end of a log: the torn last line."""
+
+    line: int  # 1-based line number of the torn line
+    offset: int  # byte offset where it started (the new file size)
+    bytes: int  # its length in bytes
+    sha256: str  # SHA-256 (hex) of the bytes cut
+
+    def to_record(self) -> dict[str, Any]:
+        return {"line": self.line, "offset": self.offset, "bytes": self.bytes,
+                "sha256": self.sha256}
 
 
 class AuditLogError(Exception):
@@ -212,6 +246,80 @@ def _count_newlines(fd: int, size: int) -> int:
     return count
 
 
+def _check_verified(result: VerifyResult, name: str, key: bytes | None, *,
+                    where: str = "") -> str:
+    """Raise unless a log verified and matches the key (or its absence); return the last mac."""
+    if result.problem == "wrong-key":
+        raise AuditLogError(f"{result.reason}; refusing to append{where}", path=name,
+                            line=result.first_bad_line)
+    if not result.ok and not result.keyed and key is not None and result.problem == "mac" \
+            and result.first_bad_line == 1:
+        raise AuditLogError("the log is not keyed (no MAC chain); it cannot be continued with a "
+                            f"key: start a new file{where}", path=name, line=1)
+    if not result.ok:
+        detail = f" ({result.detail})" if result.detail else ""
+        raise AuditLogError(
+            f"chain does not verify: {result.reason}{detail}; refusing to append to a broken "
+            f"chain (recover a torn log, or start a new file with a recorded reason){where}",
+            path=name, line=result.first_bad_line)
+    if result.keyed and key is None:
+        raise AuditLogError("the log is keyed (its records carry a mac): open it with its key"
+                            + where, path=name)
+    return result.mac_head if key is not None else GENESIS
+
+
+def _open_existing(name: str, seq: int, prev: str, *, key: bytes | None, verify: bool) -> str:
+    """Check a non-empty log before appending; return its last ``mac`` (``GENESIS`` if none)."""
+    if not verify:
+        if key is not None:
+            raise AuditLogError("a keyed log must be verified before it is continued", path=name)
+        return GENESIS
+    result = verify_file(name, key=key)
+    mac = _check_verified(result, name, key)
+    if (result.head_seq, result.head) != (seq, prev):  # pragma: no cover - changed under the lock
+        raise AuditLogError("the file changed while it was being verified", path=name)
+    return mac
+
+
+def _find_torn_tail(fd: int) -> tuple[int, bytes] | None:
+    """(offset, bytes) of a last line without ``\\n``; None if the file ends with one."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return None
+    pos = size
+    tail = b""
+    while pos > 0:
+        start = max(0, pos - 65536)
+        block = os.pread(fd, pos - start, start)
+        tail = block + tail
+        pos = start
+        if b"\n" in block:
+            break
+    torn = tail[tail.rfind(b"\n") + 1:]
+    return size - len(torn), torn
+
+
+def _cut_torn_tail(fd: int, name: str, durability: str, key: bytes | None,
+                   verify: bool) -> TornCut | None:
+    """Cut a last line without ``\\n`` back to the end of the last whole line; describe the cut.
+
+    The whole records before it must verify first: a log that is damaged
+    elsewhere is not touched.
+    """
+    found = _find_torn_tail(fd)
+    if found is None:
+        return None
+    offset, torn = found
+    line = _count_newlines(fd, offset) + 1
+    if verify and offset:
+        _check_verified(verify_file(name, key=key, end=offset), name, key,
+                        where=" (the torn last line was not cut)")
+    os.ftruncate(fd, offset)
+    if durability != "none":
+        os.fsync(fd)
+    return TornCut(line, offset, len(torn), hashlib.sha256(torn).hexdigest())
+
+
 # --------------------------------------------------------------------------- writer
 
 
@@ -232,12 +340,20 @@ class HashChainWriter:
         clock: Clock | None = None,
         seq: int = 0,
         prev: str = GENESIS,
+        key: bytes | None = None,
+        mac: str = GENESIS,
+        chain: Mapping[str, Any] | None = None,
+        torn_cut: TornCut | None = None,
     ) -> None:
         self._sink = sink
         self._durability = check_durability(durability)
         self._clock: Clock = clock or _utc_now
         self._seq = seq
         self._prev = prev
+        self._key = key
+        self._mac = mac
+        self._pending_chain = dict(chain) if chain else None
+        self.torn_cut = torn_cut
         self._lock = threading.Lock()
         self._closed = False
         self._broken: BaseException | None = None
@@ -247,9 +363,32 @@ class HashChainWriter:
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], *, durability: str = "input", clock: Clock | None = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        durability: str = "input",
+        clock: Clock | None = None,
+        key: bytes | None = None,
+        start: ChainStart | None = None,
+        chain: Mapping[str, Any] | None = None,
+        verify: bool = True,
+        repair_torn: bool = False,
     ) -> HashChainWriter:
-        """Open ``path`` for appending, creating it (mode 0o640) or continuing its chain."""
+        """Open ``path`` for appending, creating it (mode 0o640) or continuing its chain.
+
+        An existing non-empty file is verified first (the whole chain with
+        ``verify``, else its last record only); a file that does not verify is
+        refused with :class:`AuditLogError` naming the path and line. With
+        ``repair_torn`` a torn last line (no ``\\n``) is cut off first and
+        described in :attr:`torn_cut` (crash recovery; see
+        :func:`controller.audit.recovery.recover`).
+
+        ``key``: write a keyed log (each record gets a ``mac``); a keyed file can
+        only be continued with its key and an unkeyed one never gets one.
+        ``start`` and ``chain`` apply to an empty file only: where its chain
+        starts (a rotated set continues from the previous file's head) and the
+        ``chain`` field written into its first record.
+        """
         check_durability(durability)
         name = os.fspath(path)
         flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
@@ -270,13 +409,26 @@ class HashChainWriter:
                         "already open by another writer (two writers would fork the chain)",
                         path=name,
                     ) from None
-            seq, prev = _read_head(fd, name)
+            torn = (_cut_torn_tail(fd, name, durability, key, verify) if repair_torn
+                    else None)
+            empty = os.fstat(fd).st_size == 0
+            if empty:
+                begin = start or ChainStart()
+                seq, prev, mac = begin.seq, begin.hash, begin.mac
+                first_chain = dict(chain or {})
+                if key is not None:
+                    first_chain["mac"] = {"alg": MAC_ALG, "key_id": key_id(key)}
+            else:
+                seq, prev = _read_head(fd, name)
+                mac = _open_existing(name, seq, prev, key=key, verify=verify)
+                first_chain = {}
             if created and durability != "none":
                 _fsync_dir(Path(name).resolve().parent)
         except BaseException:
             os.close(fd)
             raise
-        return cls(_FileSink(fd, name), durability=durability, clock=clock, seq=seq, prev=prev)
+        return cls(_FileSink(fd, name), durability=durability, clock=clock, seq=seq, prev=prev,
+                   key=key, mac=mac, chain=first_chain or None, torn_cut=torn)
 
     @classmethod
     def to_stream(cls, stream: Any, *, clock: Clock | None = None) -> HashChainWriter:
@@ -288,6 +440,29 @@ class HashChainWriter:
         """(seq, hash) of the last record written; (0, GENESIS) before the first."""
         with self._lock:
             return self._seq, self._prev
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def broken(self) -> bool:
+        """A write or fsync failed: nothing more is written."""
+        return self._broken is not None
+
+    @property
+    def mac_head(self) -> str:
+        """The ``mac`` of the last record (``GENESIS`` for an unkeyed log or before the first)."""
+        with self._lock:
+            return self._mac
+
+    @property
+    def keyed(self) -> bool:
+        return self._key is not None
 
     @property
     def durability(self) -> str:
@@ -321,6 +496,10 @@ class HashChainWriter:
             record["seq"] = self._seq + 1
             record["ts"] = format_ts(self._clock())
             record["prev"] = self._prev
+            if self._pending_chain is not None:
+                record["chain"] = self._pending_chain
+            if self._key is not None:
+                record["mac"] = record_mac(self._key, self._mac, record)
             record["hash"] = record_hash(record)
             line = canonical_bytes(record) + b"\n"
             try:
@@ -336,6 +515,9 @@ class HashChainWriter:
                 ) from exc
             self._seq = record["seq"]
             self._prev = record["hash"]
+            if self._key is not None:
+                self._mac = record["mac"]
+            self._pending_chain = None
         return record
 
     info = msg
@@ -420,8 +602,11 @@ class AuditLog:
     ``hash`` included).
     """
 
-    def __init__(self, writer: HashChainWriter) -> None:
+    def __init__(self, writer: HashChainWriter, *, anchors: AnchorSink | None = None,
+                 table: str | None = None) -> None:
         self._writer = writer
+        self._anchors = anchors
+        self._table = table
         self._log = structlog.wrap_logger(
             writer,
             processors=[_as_kwargs],
@@ -432,10 +617,35 @@ class AuditLog:
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], *, durability: str = "input", clock: Clock | None = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        durability: str = "input",
+        clock: Clock | None = None,
+        key: bytes | None = None,
+        anchors: AnchorSink | None = None,
+        table: str | None = None,
+        start: ChainStart | None = None,
+        chain: Mapping[str, Any] | None = None,
+        verify: bool = True,
+        repair_torn: bool = False,
     ) -> AuditLog:
-        """Open (create, or append to and continue the chain of) the log file at ``path``."""
-        return cls(HashChainWriter.open(path, durability=durability, clock=clock))
+        """Open (create, or append to and continue the chain of) the log file at ``path``.
+
+        The options are :meth:`HashChainWriter.open`'s, plus ``anchors`` (where
+        the head is published: at open, shoe end, table close and close) and
+        ``table`` (the table named in the anchors until a record names one).
+        """
+        writer = HashChainWriter.open(path, durability=durability, clock=clock, key=key,
+                                      start=start, chain=chain, verify=verify,
+                                      repair_torn=repair_torn)
+        log = cls(writer, anchors=anchors, table=table)
+        try:
+            log.anchor("open")
+        except BaseException:
+            writer.close()
+            raise
+        return log
 
     @classmethod
     def to_stream(cls, stream: Any, clock: Clock | None = None) -> AuditLog:
@@ -450,6 +660,24 @@ class AuditLog:
     @property
     def writer(self) -> HashChainWriter:
         return self._writer
+
+    @property
+    def anchors(self) -> AnchorSink | None:
+        return self._anchors
+
+    @property
+    def table(self) -> str | None:
+        """The table of the last record that named one (or the one given at open)."""
+        return self._table
+
+    def anchor(self, reason: str) -> dict[str, Any] | None:
+        """Publish the current head (seq, hash) to the anchor sink, if there is one."""
+        if self._anchors is None:
+            return None
+        seq, head = self._writer.head
+        return self._anchors.write(table=self._table, file=self._writer.name, seq=seq,
+                                   hash=head, reason=reason,
+                                   ts=format_ts(self._writer.clock()))
 
     @property
     def logger(self) -> Any:
@@ -486,10 +714,19 @@ class AuditLog:
         return self._emit("input", _context_fields(context, require_all=True), payload)
 
     def output(self, output: Mapping[str, Any], *, context: Mapping[str, Any]) -> dict[str, Any]:
-        """Write an ``output`` record (state change, prompt, deviation …)."""
-        return self._emit(
+        """Write an ``output`` record (state change, prompt, deviation …).
+
+        A transition into ``shoe_complete`` or ``closed`` then anchors the head
+        (reasons ``shoe_end`` and ``table_close``) when there is an anchor sink.
+        """
+        record = self._emit(
             "output", _context_fields(context, require_all=True), {"output": dict(output)}
         )
+        if self._anchors is not None and output.get("type") == "transition":
+            reason = ANCHOR_STATES.get(output.get("to"))  # type: ignore[arg-type]
+            if reason is not None:
+                self.anchor(reason)
+        return record
 
     def write(self, kind: str, context: Mapping[str, Any], /, **payload: Any) -> dict[str, Any]:
         """Write a record of any ``kind``; context keys left out are written as null."""
@@ -502,15 +739,22 @@ class AuditLog:
         if clash:
             raise ValueError(f"payload keys {sorted(clash)} clash with the record's own fields")
         fields = {"kind": kind, **context, **payload}
-        return self._log.record(fields)
+        record = self._log.record(fields)
+        if context.get("table") is not None:
+            self._table = context["table"]
+        return record
 
     def sync(self) -> None:
         """fsync now, whatever the durability policy."""
         self._writer.sync()
 
     def close(self) -> None:
-        """fsync (unless durability is ``none``) and close the file; idempotent."""
+        """fsync (unless durability is ``none``), close the file and anchor its head; idempotent."""
+        if self._writer.closed:
+            return
         self._writer.close()
+        if not self._writer.broken:
+            self.anchor("close")
 
     def __enter__(self) -> AuditLog:
         return self

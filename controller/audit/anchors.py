@@ -1,0 +1,149 @@
+"""Anchors: the head of a log (seq, hash) published somewhere the log's writer cannot rewrite.
+
+A hash chain proves integrity only relative to a head known from elsewhere:
+whoever can rewrite the log file can recompute every hash after an edit, or
+cut records off its end. :class:`AnchorSink` writes the head to a separate
+anchor file (JSON Lines, one canonical object per line, fsynced) and to syslog
+where the platform has it. :class:`~controller.audit.writer.AuditLog` anchors
+at open, at every shoe end (a transition into ``shoe_complete``), at table
+close (into ``closed``) and at close. ``shoewarden audit verify --anchors FILE``
+checks a log against them (:mod:`controller.audit.sets`).
+
+An anchor line::
+
+    {"file":"BJ-3-2026-11-21.jsonl","hash":"…","reason":"shoe_end","seq":812,
+     "table":"BJ-3","ts":"2026-11-21T11:02:13.120Z"}
+
+``file`` is the log's file name (no directory: logs may be archived elsewhere);
+``reason`` is ``open``, ``shoe_end``, ``table_close``, ``close``, ``recovery`` or
+one a caller chose. Keep the anchor file on another disk, host or owner than
+the logs (or rely on a remote syslog): an anchor the forger can rewrite proves
+nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controller.audit.canonical import canonical_bytes
+
+try:  # not on every platform
+    import syslog as _syslog
+except ImportError:  # pragma: no cover - e.g. Windows
+    _syslog = None  # type: ignore[assignment]
+
+ANCHOR_FILE_MODE = 0o640
+SYSLOG_TAG = "shoewarden-audit-anchor"
+
+
+class AnchorFileError(ValueError):
+    """An anchor file that cannot be read (``path``, ``line``)."""
+
+    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
+        self.path, self.line = path, line
+        super().__init__(f"{path}: " + (f"line {line}: " if line else "") + message)
+
+
+@dataclass(frozen=True)
+class Anchor:
+    table: str | None
+    file: str
+    seq: int
+    hash: str
+    ts: str
+    reason: str
+    line: int = 0  # line in the anchor file (0 when not read from one)
+
+    def to_record(self) -> dict[str, Any]:
+        return {"table": self.table, "file": self.file, "seq": self.seq, "hash": self.hash,
+                "ts": self.ts, "reason": self.reason}
+
+
+class AnchorSink:
+    """Writes anchors to a file (append, fsync) and/or syslog. Thread-safe.
+
+    ``syslog``: also send each anchor to the system log (facility ``authpriv``
+    where it exists, so only root can read it back and no user can remove it),
+    if the platform has the ``syslog`` module; errors there are ignored, since
+    syslog is the second copy.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, syslog: bool = True,
+                 fsync: bool = True) -> None:
+        self.path = None if path is None else os.fspath(path)
+        self.use_syslog = syslog and _syslog is not None
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        self.written: list[Anchor] = []
+
+    def write(self, *, table: str | None, file: str, seq: int, hash: str, reason: str,
+              ts: str) -> dict[str, Any]:
+        anchor = Anchor(table, os.path.basename(file), seq, hash, ts, reason)
+        record = anchor.to_record()
+        line = canonical_bytes(record) + b"\n"
+        with self._lock:
+            if self.path is not None:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                             | getattr(os, "O_CLOEXEC", 0), ANCHOR_FILE_MODE)
+                try:
+                    os.write(fd, line)
+                    if self.fsync:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+            if self.use_syslog:
+                _send_syslog(line[:-1].decode("utf-8"))
+            self.written.append(anchor)
+        return record
+
+
+def _send_syslog(text: str) -> None:
+    assert _syslog is not None
+    facility = getattr(_syslog, "LOG_AUTHPRIV", _syslog.LOG_USER)
+    # no syslog daemon: the anchor file still has it
+    with contextlib.suppress(OSError, ValueError):
+        _syslog.syslog(facility | _syslog.LOG_NOTICE, f"{SYSLOG_TAG} {text}")
+
+
+def read_anchors(path: str | os.PathLike[str]) -> list[Anchor]:
+    """Every anchor in an anchor file, in file order; :class:`AnchorFileError` if unreadable.
+
+    Lines from syslog (``… shoewarden-audit-anchor {json}``) are accepted too,
+    so a syslog extract can be given as the anchor file.
+    """
+    name = os.fspath(path)
+    try:
+        text = Path(name).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AnchorFileError("no such anchor file", path=name) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AnchorFileError(f"cannot read the anchor file: {exc}", path=name) from None
+    return list(_parse(text, name))
+
+
+def _parse(text: str, name: str) -> Iterator[Anchor]:
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if SYSLOG_TAG in line:
+            line = line.split(SYSLOG_TAG, 1)[1]
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise AnchorFileError(f"not JSON ({exc})", path=name, line=n) from None
+        if not isinstance(obj, dict):
+            raise AnchorFileError("not a JSON object", path=name, line=n)
+        seq, h, file = obj.get("seq"), obj.get("hash"), obj.get("file")
+        if type(seq) is not int or seq < 0 or not isinstance(h, str) or not isinstance(file, str):
+            raise AnchorFileError("an anchor needs file (string), seq (int) and hash (string)",
+                                  path=name, line=n)
+        table = obj.get("table")
+        yield Anchor(table if isinstance(table, str) else None, os.path.basename(file), seq, h,
+                     str(obj.get("ts", "")), str(obj.get("reason", "")), n)

@@ -1,0 +1,79 @@
+"""Read the records of log files, for replay, reports and recovery (not a verifier).
+
+:class:`LogReader` yields every record of one or more files in order with the
+file and line it came from. It does not check the chain (``audit verify``
+does); it only needs each line to be a JSON object. A torn last line (no
+``\\n``) is skipped and remembered in :attr:`LogReader.torn`; any other line
+that is not a JSON object raises :class:`LogReadError` with file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+
+class LogReadError(ValueError):
+    """A log line that cannot be read as a record."""
+
+    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
+        self.path, self.line = path, line
+        super().__init__(f"{path}: " + (f"line {line}: " if line else "") + message)
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    file: str
+    line: int
+    record: dict[str, Any]
+
+    @property
+    def kind(self) -> Any:
+        return self.record.get("kind")
+
+    @property
+    def seq(self) -> Any:
+        return self.record.get("seq")
+
+
+class LogReader:
+    """Iterate over the records of ``paths`` (in the order given)."""
+
+    def __init__(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+        self.paths = [os.fspath(p) for p in paths]
+        self.torn: list[tuple[str, int]] = []
+
+    def __iter__(self) -> Iterator[LogRecord]:
+        for path in self.paths:
+            yield from self._file(path)
+
+    def _file(self, path: str) -> Iterator[LogRecord]:
+        try:
+            f = open(path, "rb")  # noqa: SIM115 - closed in finally (generator)
+        except FileNotFoundError:
+            raise LogReadError("no such file", path=path) from None
+        except OSError as exc:
+            raise LogReadError(f"cannot read: {exc.strerror or exc}", path=path) from None
+        try:
+            for n, raw in enumerate(f, start=1):
+                if not raw.endswith(b"\n"):
+                    self.torn.append((path, n))
+                    return
+                try:
+                    obj = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError) as exc:
+                    raise LogReadError(f"not a JSON record ({exc})", path=path, line=n) from None
+                if not isinstance(obj, dict):
+                    raise LogReadError("not a JSON object", path=path, line=n)
+                yield LogRecord(path, n, obj)
+        except OSError as exc:
+            raise LogReadError(f"cannot read: {exc.strerror or exc}", path=path) from None
+        finally:
+            f.close()
+
+
+def read_records(paths: Iterable[str | os.PathLike[str]]) -> list[LogRecord]:
+    return list(LogReader(paths))

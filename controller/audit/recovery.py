@@ -1,0 +1,146 @@
+"""Crash recovery: make a log whole again and rebuild the table's session from it.
+
+:func:`recover` is what a controller calls on start, before it writes to a log
+that a killed process may have left behind:
+
+1. The log is opened for appending with its torn last line (a write cut by
+   the crash: no ``\\n``) cut back to the end of the last whole record. The
+   rest of the chain must verify; a log that does not is refused
+   (:class:`~controller.audit.writer.AuditLogError`): that is not a crash but
+   damage, and only a new file with a recorded reason may follow it
+   (:func:`controller.audit.files.open_table_log`).
+2. The session is rebuilt by replaying the log's inputs (from its last
+   header, with that header's profile and settings) into a fresh engine:
+   table, shoe cycle, round, card accounting, open faults and the tally.
+3. A ``recovery`` record says what happened: what was cut (line, offset,
+   length in bytes and SHA-256 of the bytes; never the bytes), how many inputs
+   were replayed, and how many outputs were restored.
+4. Outputs of the last input that the crash kept from the log (under the
+   default durability only inputs are fsynced) are recomputed by the engine
+   and written after the recovery record, so the log replays identically.
+5. The head is anchored (reason ``recovery``) when there is an anchor sink.
+
+The chain continues unbroken: the recovery record's ``prev`` is the hash of
+the last whole record. A torn *input* was never acted on (the session writes
+an input before the engine sees it); it is gone, and the recovery record
+holds its length and hash.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.audit.anchors import AnchorSink
+from controller.audit.files import parse_log_name, table_files
+from controller.audit.records import LogReader
+from controller.audit.replay import Difference, Replayer
+from controller.audit.verify import ChainStart, verify_file
+from controller.audit.writer import AuditLog, AuditLogError, Clock, TornCut
+from controller.session import TableSession
+
+DEFAULT_REASON = "restart after an unclean stop"
+
+
+@dataclass
+class RecoveryResult:
+    path: Path
+    cut: TornCut | None
+    record: dict[str, Any]
+    restored_outputs: int
+    inputs_replayed: int
+    log: AuditLog
+    session: TableSession | None  # None when the log has no header yet
+    differences: list[Difference] = field(default_factory=list)
+
+    def summary(self) -> str:
+        cut = ("nothing cut" if self.cut is None else
+               f"cut a torn line {self.cut.line} ({self.cut.bytes} bytes, sha256 "
+               f"{self.cut.sha256[:16]}…)")
+        ctx = self.session.engine.context() if self.session else {}
+        return (f"{self.path}: recovered: {cut}; {self.inputs_replayed} input(s) replayed, "
+                f"{self.restored_outputs} output(s) restored; recovery record seq "
+                f"{self.record['seq']}; state {ctx.get('state')}, shoe {ctx.get('shoe')}, "
+                f"round {ctx.get('round')}")
+
+
+def _has_whole_line(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.readline().endswith(b"\n")
+    except FileNotFoundError:
+        return False
+
+
+def _continuation(path: Path, key: bytes | None) -> tuple[ChainStart | None, dict[str, Any] | None]:
+    """Where a day file that the cut leaves empty must start: after the table's previous file."""
+    parsed = parse_log_name(path.name)
+    if parsed is None:
+        return None, None
+    root = path.parent.parent
+    earlier = [p for p in table_files(root, parsed.table)
+               if parse_log_name(p.name) < parsed and p.resolve() != path.resolve()]  # type: ignore[operator]
+    if not earlier:
+        return None, None
+    result = verify_file(earlier[-1], key=key)
+    if not result.ok:
+        raise AuditLogError(f"the previous log does not verify ({result})", path=str(earlier[-1]),
+                            line=result.first_bad_line)
+    cont: dict[str, Any] = {"file": earlier[-1].name, "seq": result.head_seq, "hash": result.head}
+    mac = ChainStart().mac
+    if result.keyed and key is not None:
+        cont["mac"] = mac = result.mac_head
+    return ChainStart(result.head_seq, result.head, mac), {"continues": cont}
+
+
+def recover(
+    path: str | os.PathLike[str],
+    *,
+    key: bytes | None = None,
+    durability: str = "input",
+    clock: Clock | None = None,
+    anchors: AnchorSink | None = None,
+    reason: str = DEFAULT_REASON,
+) -> RecoveryResult:
+    """Recover the log at ``path`` and return the rebuilt session, logging to it, ready to go on.
+
+    Raises :class:`AuditLogError` when the log is damaged beyond a torn last
+    line, and :class:`~controller.audit.replay.ReplayError` or
+    :class:`~controller.audit.records.LogReadError` when its header cannot be
+    used to rebuild the session.
+    """
+    file = Path(path)
+    start = chain = None
+    if not _has_whole_line(file):
+        start, chain = _continuation(file, key)
+    log = AuditLog.open(file, key=key, durability=durability, clock=clock, anchors=anchors,
+                        start=start, chain=chain, repair_torn=True)
+    try:
+        replayer = Replayer()
+        for rec in LogReader([file]):
+            replayer.feed(rec)
+        missing = replayer.take_missing_tail()
+        replayer.finish()
+        session = replayer.session
+        context = session.engine.context() if session else {}
+        cut = log.writer.torn_cut
+        record = log.write(
+            "recovery", context,
+            reason=reason,
+            cut=None if cut is None else cut.to_record(),
+            inputs_replayed=replayer.inputs,
+            restored_outputs=len(missing),
+            replay_differences=len(replayer.differences),
+        )
+        for output in missing:
+            log.output(output, context=context)
+        log.anchor("recovery")
+    except BaseException:
+        log.close()
+        raise
+    if session is not None:
+        session.audit = log
+    return RecoveryResult(file, cut, record, len(missing), replayer.inputs, log, session,
+                          replayer.differences)

@@ -1,0 +1,218 @@
+"""Replay a log: re-run the engine on the logged inputs and compare every output with the log.
+
+Each ``header`` starts a fresh session built from the header alone: the
+profile it records (``profile_from_dict``) and its ``settings`` (which carry
+what the engine was given, e.g. the sabot history). Each ``input`` record's
+event is handed to the engine; the outputs the engine returns must be exactly
+the ``output`` records that follow, in order, and every record's context
+(table, shoe, round, state) must be the engine's. Other kinds (``recovery`` …)
+are skipped. Any difference is reported with its ``seq``.
+
+This module uses the engine; the chain core of :mod:`controller.audit` does not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import Any
+
+from controller import __version__
+from controller.audit.records import LogReader, LogRecord
+from controller.events import EventError, parse_event
+from controller.profiles import ProfileError, profile_from_dict
+from controller.session import TableSession
+
+CONTEXT = ("table", "shoe", "round", "state")
+
+
+class ReplayError(ValueError):
+    """The log cannot be replayed at all (no header, a header without a valid profile …)."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One place where the replay and the log disagree."""
+
+    seq: int | None  # the record's seq (the input's seq for an output the log lacks)
+    file: str
+    line: int | None
+    what: str
+    logged: Any = None
+    replayed: Any = None
+
+    def __str__(self) -> str:
+        where = f"seq {self.seq}" if self.seq is not None else "?"
+        text = f"{where} ({os.path.basename(self.file)}:{self.line}): {self.what}"
+        if self.logged is not None or self.replayed is not None:
+            text += f"\n    logged:   {self.logged}\n    replayed: {self.replayed}"
+        return text
+
+
+@dataclass
+class Replayer:
+    """Feeds log records one at a time; keeps the session and the differences found.
+
+    The outputs logged after an input are compared with the engine's outputs for
+    it as two sequences (difflib), so an output missing from the log, or one
+    the engine did not produce, is named once and the rest still line up.
+    """
+
+    session: TableSession | None = None
+    differences: list[Difference] = field(default_factory=list)
+    inputs: int = 0
+    outputs: int = 0
+    headers: int = 0
+    notes: list[str] = field(default_factory=list)
+    _input_rec: LogRecord | None = None
+    _replayed: list[dict[str, Any]] = field(default_factory=list)
+    _logged: list[tuple[LogRecord, Any]] = field(default_factory=list)
+
+    def feed(self, rec: LogRecord) -> None:
+        kind = rec.kind
+        if kind == "header":
+            self._flush()
+            self._start(rec)
+        elif kind == "input":
+            self._flush()
+            self._input(rec)
+        elif kind == "output":
+            self._output(rec)
+
+    def finish(self) -> None:
+        self._flush()
+
+    def take_missing_tail(self) -> list[dict[str, Any]]:
+        """Outputs of the last input that the log lacks at its end (crash recovery).
+
+        Only when the logged outputs are exactly the first ones the engine gave;
+        they are then no longer reported as differences.
+        """
+        logged = [out for _, out in self._logged]
+        if self._input_rec is None or logged != self._replayed[: len(logged)]:
+            return []
+        missing = self._replayed[len(logged):]
+        self._replayed = self._replayed[: len(logged)]
+        return missing
+
+    def _start(self, rec: LogRecord) -> None:
+        r = rec.record
+        profile_raw = r.get("profile")
+        if not isinstance(profile_raw, dict):
+            raise ReplayError(f"{rec.file}: line {rec.line}: the header has no profile")
+        try:
+            profile = profile_from_dict(profile_raw, f"header at seq {r.get('seq')}")
+        except ProfileError as exc:
+            raise ReplayError(f"{rec.file}: line {rec.line}: the header's profile: {exc}") from None
+        settings = r.get("settings") if isinstance(r.get("settings"), dict) else {}
+        try:
+            self.session = TableSession(profile, None, dict(settings))
+        except (TypeError, ValueError) as exc:
+            raise ReplayError(f"{rec.file}: line {rec.line}: the header's settings: {exc}") \
+                from None
+        self.session.start(r.get("table"))
+        self.headers += 1
+        self._input_rec = None
+        software = r.get("software")
+        if isinstance(software, dict) and software.get("version") != __version__:
+            self.notes.append(f"{os.path.basename(rec.file)}:{rec.line}: the log was written by "
+                              f"version {software.get('version')}; replayed with {__version__}")
+
+    def _context_check(self, rec: LogRecord, what: str) -> None:
+        assert self.session is not None
+        expected = self.session.engine.context()
+        logged = {k: rec.record.get(k) for k in CONTEXT}
+        if logged != expected:
+            self.differences.append(Difference(rec.seq, rec.file, rec.line,
+                                               f"the context {what} differs", logged, expected))
+
+    def _input(self, rec: LogRecord) -> None:
+        if self.session is None:
+            raise ReplayError(f"{rec.file}: line {rec.line}: an input before any header "
+                              "(the profile is unknown)")
+        self._context_check(rec, "before the input")
+        self.inputs += 1
+        self._input_rec = rec
+        try:
+            event = parse_event(rec.record.get("event"))
+        except EventError as exc:
+            self.differences.append(Difference(rec.seq, rec.file, rec.line,
+                                               f"the logged event does not parse ({exc})",
+                                               rec.record.get("event")))
+            return
+        outputs = self.session.feed(event, line=rec.record.get("line"))
+        self._replayed = [o.to_record() for o in outputs]
+
+    def _output(self, rec: LogRecord) -> None:
+        self.outputs += 1
+        self._logged.append((rec, rec.record.get("output")))
+        if self.session is not None:
+            self._context_check(rec, "of the output")
+
+    def _flush(self) -> None:
+        logged, replayed = self._logged, self._replayed
+        self._logged, self._replayed = [], []
+        if not logged and not replayed:
+            return
+        anchor = self._input_rec
+        first_new = len(self.differences)
+        a = [_key(out) for _, out in logged]
+        b = [_key(out) for out in replayed]
+        for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if op == "equal":
+                continue
+            pairs = min(i2 - i1, j2 - j1) if op == "replace" else 0
+            for k in range(pairs):
+                rec, out = logged[i1 + k]
+                self.differences.append(Difference(rec.seq, rec.file, rec.line,
+                                                   "the output differs", out, replayed[j1 + k]))
+            for rec, out in logged[i1 + pairs:i2]:
+                self.differences.append(Difference(
+                    rec.seq, rec.file, rec.line,
+                    "the log has an output the engine did not produce here", out, None))
+            for out in replayed[j1 + pairs:j2]:
+                self.differences.append(Difference(
+                    anchor.seq if anchor else None, anchor.file if anchor else "?",
+                    anchor.line if anchor else None,
+                    "the engine produced an output the log does not have (after this input)",
+                    None, out))
+        self.differences[first_new:] = sorted(self.differences[first_new:],
+                                              key=lambda d: (d.file, d.line or 0))
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@dataclass
+class ReplayResult:
+    inputs: int
+    outputs: int
+    headers: int
+    differences: list[Difference]
+    torn: list[tuple[str, int]]
+    notes: list[str]
+    session: TableSession | None
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+
+def replay(paths: Iterable[str | os.PathLike[str]]) -> ReplayResult:
+    """Replay the logs (in order) and compare; raises ReplayError / LogReadError if unreadable."""
+    reader = LogReader(paths)
+    replayer = Replayer()
+    for rec in reader:
+        replayer.feed(rec)
+    replayer.finish()
+    if replayer.headers == 0:
+        raise ReplayError("no header record: nothing to replay")
+    notes = list(replayer.notes)
+    for path, line in reader.torn:
+        notes.append(f"{path}: line {line}: torn last line ignored")
+    return ReplayResult(replayer.inputs, replayer.outputs, replayer.headers,
+                        replayer.differences, reader.torn, notes, replayer.session)

@@ -1,0 +1,360 @@
+"""Verify many log files at once: rotated sets, several tables, keys and anchors.
+
+Files are grouped by table (the first record's ``table``, else the file name)
+and ordered by the date and part in their names (command-line order when a
+name does not follow the layout). Each file is verified on its own
+(:func:`controller.audit.verify.verify_file`: its first record says where its
+chain starts), then the links between consecutive files are checked: the
+first record of a file must continue the last record of the file before it,
+which it names. That finds:
+
+- a file **left out** of the set (the next file continues a file that is not there);
+- a **truncated tail** (the next file continues from a seq past the end of this one);
+- records **appended** to a file after the next file began (the next file
+  continues from a seq before this file's end).
+
+With anchors (:mod:`controller.audit.anchors`) every anchored head must be in
+the chain with the anchored hash; an anchor past the end of its file is a cut
+tail, and records after a ``close`` anchor that no later ``open`` anchor
+explains were appended by someone other than the writer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controller.audit.anchors import Anchor
+from controller.audit.files import parse_log_name
+from controller.audit.verify import WRONG_KEY, VerifyResult, verify_file
+
+# Problem kinds added by the set checks (file-level kinds are in controller.audit.verify).
+TRUNCATED = "truncated"
+APPENDED = "appended"
+FILE_MISSING = "file-missing"
+REWRITTEN = "rewritten"
+NEW_CHAIN = "new-chain"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Where the chain breaks: file, 1-based line, the seq there, why, and a classification."""
+
+    file: str
+    line: int | None
+    seq: int | None
+    reason: str
+    kind: str | None
+    detail: str | None = None
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}: line {self.line}"
+        seq = "" if self.seq is None else f" (seq {self.seq})"
+        text = f"{where}{seq}: {self.reason}"
+        if self.kind:
+            text += f" [{self.kind}" + (f": {self.detail}" if self.detail else "") + "]"
+        return text
+
+    def to_dict(self) -> dict[str, object]:
+        return {"file": self.file, "line": self.line, "seq": self.seq, "reason": self.reason,
+                "kind": self.kind, "detail": self.detail}
+
+
+@dataclass
+class FileCheck:
+    path: Path
+    result: VerifyResult
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def line_of(self, seq: int) -> int:
+        """Line of ``seq`` in this file (records are one per line, seq without gaps)."""
+        return seq - self.result.start.seq
+
+
+@dataclass
+class TableCheck:
+    table: str
+    files: list[FileCheck] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    anchors_checked: int = 0
+    mac: str = "none"  # "checked", "not checked", "none"
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def records(self) -> int:
+        return sum(f.result.records for f in self.files)
+
+    @property
+    def head(self) -> tuple[int, str]:
+        last = self.files[-1].result
+        return last.head_seq, last.head
+
+    @property
+    def wrong_key(self) -> bool:
+        return any(f.result.problem == WRONG_KEY for f in self.files)
+
+    def summary(self) -> list[str]:
+        n = len(self.files)
+        seq, head = self.head
+        first = self.files[0].result.start.seq + 1
+        status = "ok" if self.ok else "FAILED"
+        out = [f"table {self.table}: {status}: {n} file(s), {self.records} record(s) verified"
+               + (f" (seq {first}–{seq}), head {head}" if self.ok and self.records else "")]
+        for p in self.problems:
+            out.append(f"  {p}")
+        if self.mac == "checked":
+            out.append("  HMAC chain: checked with the key on every record")
+        elif self.mac == "not checked":
+            macs = sum(f.result.macs for f in self.files)
+            out.append(f"  HMAC chain: NOT checked: {macs} record(s) carry a mac and no key was "
+                       "given (--key). The plain hash chain was checked; someone able to "
+                       "rewrite the files could have recomputed it. Only the key, or anchors, "
+                       "can show that they did not.")
+        if self.anchors_checked:
+            out.append(f"  anchors: {self.anchors_checked} checked")
+        for note in self.notes:
+            out.append(f"  note: {note}")
+        return out
+
+    def to_dict(self) -> dict[str, object]:
+        seq, head = self.head
+        return {
+            "table": self.table, "ok": self.ok, "records": self.records,
+            "head": {"seq": seq, "hash": head},
+            "files": [{"file": str(f.path), "records": f.result.records, "ok": f.result.ok,
+                       "first_seq": f.result.start.seq + 1, "last_seq": f.result.head_seq}
+                      for f in self.files],
+            "problems": [p.to_dict() for p in self.problems], "mac": self.mac,
+            "anchors_checked": self.anchors_checked, "notes": self.notes,
+        }
+
+
+@dataclass
+class SetCheck:
+    tables: list[TableCheck] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.unreadable and all(t.ok for t in self.tables)
+
+    @property
+    def exit_code(self) -> int:
+        """0 intact, 1 tampered, 2 unreadable input (or a wrong key: nothing could be checked)."""
+        if self.unreadable or any(t.wrong_key for t in self.tables):
+            return 2
+        return 0 if self.ok else 1
+
+    def lines(self) -> list[str]:
+        """The report, one line per item (unreadable inputs are in :attr:`unreadable`)."""
+        out: list[str] = []
+        for t in self.tables:
+            out += t.summary()
+        return out
+
+
+def _first_record(path: Path) -> dict[str, object] | None:
+    with open(path, "rb") as f:
+        first = f.readline()
+    try:
+        obj = json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _table_of(path: Path, first: dict[str, object] | None) -> str:
+    if first is not None and isinstance(first.get("table"), str):
+        return str(first["table"])
+    parsed = parse_log_name(path.name)
+    return parsed.table if parsed else path.stem
+
+
+def verify_set(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    key: bytes | None = None,
+    anchors: Sequence[Anchor] | None = None,
+) -> SetCheck:
+    """Verify every file, grouped by table, with the links between files and the anchors."""
+    report = SetCheck()
+    groups: dict[str, list[Path]] = defaultdict(list)
+    seen: set[str] = set()
+    for raw in paths:
+        path = Path(raw)
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            if not path.is_file():
+                raise FileNotFoundError("no such file")
+            first = _first_record(path)
+        except OSError as exc:
+            report.unreadable.append(f"{path}: {exc.strerror or exc}")
+            continue
+        groups[_table_of(path, first)].append(path)
+    by_table: dict[str | None, list[Anchor]] = defaultdict(list)
+    for anchor in anchors or ():
+        by_table[anchor.table].append(anchor)
+    for table, files in groups.items():
+        names = [parse_log_name(p.name) for p in files]
+        if all(n is not None for n in names):
+            files = [p for _, p in sorted(zip(names, files, strict=True))]  # type: ignore[misc]
+        table_anchors = by_table.get(table, []) + [
+            a for a in by_table.get(None, []) if a.file in {p.name for p in files}]
+        check = _verify_table(table, files, key, table_anchors, anchors is not None, report)
+        if check is not None:
+            report.tables.append(check)
+    return report
+
+
+def _verify_table(table: str, files: list[Path], key: bytes | None, anchors: list[Anchor],
+                  use_anchors: bool, report: SetCheck) -> TableCheck | None:
+    check = TableCheck(table)
+    want = {a.seq for a in anchors}
+    for path in files:
+        try:
+            result = verify_file(path, key=key, want_hashes=want)
+        except OSError as exc:
+            report.unreadable.append(f"{path}: {exc.strerror or exc}")
+            continue
+        check.files.append(FileCheck(path, result))
+    if not check.files:
+        return None
+    for i, fc in enumerate(check.files):
+        r = fc.result
+        if not r.ok:
+            check.problems.append(Problem(str(fc.path), r.first_bad_line, r.first_bad_seq,
+                                          r.reason or "", r.problem, r.detail))
+        _check_link(check, i)
+    if use_anchors:
+        _check_anchors(check, anchors)
+    keyed = any(f.result.keyed or f.result.macs for f in check.files)
+    if key is not None:
+        check.mac = "checked" if check.ok else "none"
+    elif keyed:
+        check.mac = "not checked"
+    return check
+
+
+def _check_link(check: TableCheck, i: int) -> None:
+    fc = check.files[i]
+    r = fc.result
+    chain = r.chain or {}
+    new_chain = chain.get("new_chain")
+    cont = chain.get("continues")
+    if isinstance(new_chain, dict):
+        prev = new_chain.get("previous") or {}
+        check.notes.append(
+            f"{fc.name} starts a new chain; recorded reason: {new_chain.get('reason')!r}; "
+            f"previous file {prev.get('file')} verified up to seq {prev.get('seq')} "
+            f"(problem: {prev.get('problem')})")
+    if i == 0:
+        if isinstance(cont, dict):
+            where = fc.path.parent / str(cont.get("file"))
+            there = " (it is in the same directory)" if where.is_file() else ""
+            check.notes.append(
+                f"{fc.name} continues {cont.get('file')} from seq {cont.get('seq')}; that file "
+                f"was not given{there}, so the link to it is not checked")
+        return
+    before = check.files[i - 1]
+    b = before.result
+    if isinstance(new_chain, dict):
+        return
+    if not isinstance(cont, dict):
+        if r.records or r.first_bad_line:
+            check.problems.append(Problem(
+                str(fc.path), 1, 1 if r.records else r.first_bad_seq,
+                f"starts a new chain after {before.name} without a recorded reason",
+                "start", "the first record does not continue the previous file"))
+        return
+    c_file, c_seq, c_hash = cont.get("file"), cont.get("seq"), cont.get("hash")
+    if c_file != before.name:
+        check.problems.append(Problem(
+            str(fc.path), 1, (c_seq + 1) if isinstance(c_seq, int) else None,
+            f"continues {c_file} (seq {c_seq}), but the file before it in the set is "
+            f"{before.name} (ends at seq {b.head_seq})", FILE_MISSING,
+            f"{c_file} was left out of the rotated set"))
+        return
+    if not b.ok or not isinstance(c_seq, int):
+        return  # the break in the file before is already reported
+    if c_seq > b.head_seq:
+        check.problems.append(Problem(
+            str(before.path), b.lines + 1, b.head_seq + 1,
+            f"truncated tail: the file ends at seq {b.head_seq} (line {b.lines}), but "
+            f"{fc.name} continues it from seq {c_seq}", TRUNCATED,
+            f"{c_seq - b.head_seq} record(s) cut off the end"))
+    elif c_seq < b.head_seq:
+        check.problems.append(Problem(
+            str(before.path), before.line_of(c_seq + 1), c_seq + 1,
+            f"records after seq {c_seq}, where {fc.name} continues the chain: the file goes on "
+            f"to seq {b.head_seq}", APPENDED, "forged record(s) appended"))
+    elif c_hash != b.head:
+        check.problems.append(Problem(
+            str(fc.path), 1, c_seq + 1,
+            f"continues {before.name} at seq {c_seq} with hash {c_hash}, but that record's "
+            f"hash is {b.head}", REWRITTEN, "the end of the earlier file was rewritten"))
+    elif r.keyed and r.mac_checked and cont.get("mac") != b.mac_head:
+        check.problems.append(Problem(str(fc.path), 1, c_seq + 1,
+                                      "the MAC chain does not continue the previous file", "mac"))
+
+
+def _check_anchors(check: TableCheck, anchors: list[Anchor]) -> None:
+    hashes: dict[int, tuple[FileCheck, str]] = {}
+    for fc in check.files:
+        for seq, h in fc.result.hashes.items():
+            hashes[seq] = (fc, h)
+    by_name = {fc.name: fc for fc in check.files}
+    not_given: dict[str, int] = {}
+    last_for: dict[str, Anchor] = {}
+    for a in anchors:
+        if a.file in by_name:
+            last_for[a.file] = a
+        if a.seq == 0:
+            continue
+        found = hashes.get(a.seq)
+        if found is not None:
+            fc, h = found
+            check.anchors_checked += 1
+            if h != a.hash:
+                check.problems.append(Problem(
+                    str(fc.path), fc.line_of(a.seq), a.seq,
+                    f"record differs from the anchor written at {a.ts} ({a.reason}, anchor "
+                    f"line {a.line}): the log was rewritten at or before this record",
+                    REWRITTEN, "hashes recomputed after an edit"))
+            continue
+        fc = by_name.get(a.file)
+        if fc is None:
+            not_given[a.file] = max(not_given.get(a.file, 0), a.seq)
+            continue
+        r = fc.result
+        if r.ok and a.seq > r.head_seq:
+            check.anchors_checked += 1
+            check.problems.append(Problem(
+                str(fc.path), r.lines + 1, r.head_seq + 1,
+                f"truncated tail: the anchor written at {a.ts} ({a.reason}, anchor line "
+                f"{a.line}) records seq {a.seq}, but the file ends at seq {r.head_seq} "
+                f"(line {r.lines})", TRUNCATED, f"{a.seq - r.head_seq} record(s) cut off the end"))
+    for name, a in last_for.items():
+        fc = by_name[name]
+        r = fc.result
+        if a.reason == "close" and r.ok and r.head_seq > a.seq and a.seq in r.hashes:
+            check.problems.append(Problem(
+                str(fc.path), fc.line_of(a.seq + 1), a.seq + 1,
+                f"record(s) after the writer closed the file at seq {a.seq} (anchor written at "
+                f"{a.ts}, anchor line {a.line}); a writer that reopens a file anchors 'open' "
+                "first, and no such anchor follows", APPENDED, "forged record(s) appended"))
+    for name, seq in sorted(not_given.items()):
+        check.notes.append(f"anchors name {name} (up to seq {seq}), which was not given")

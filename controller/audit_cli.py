@@ -1,0 +1,206 @@
+"""``shoewarden audit``: verify, replay, report and recover audit logs.
+
+- ``audit verify LOG… [--key FILE] [--anchors FILE] [--json]`` — the hash chain
+  (and HMAC chain, and anchors) over one file, a table's rotated files, or
+  several tables at once. Exit 0 intact, 1 tampered (the first broken record
+  named with file and line), 2 unreadable input (or a key that is not the log's).
+- ``audit replay LOG…`` — re-run the engine on the logged inputs with the
+  logged profile and settings; every difference named by seq. Exit 0
+  identical, 1 different, 2 unreadable.
+- ``audit report LOG… [--round N] [--html FILE] [--log-dir DIR]`` — per table
+  and day; a timeline per shoe; a disputed round laid out. Exit 0, 2 unreadable.
+- ``audit recover LOG [--key FILE] [--anchors FILE]`` — cut a torn last line,
+  write the ``recovery`` record and restore lost outputs. Exit 0 recovered,
+  1 refused (the log is damaged, not torn), 2 unreadable.
+
+No traceback for bad input: every error is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from controller.audit import (
+    AnchorFileError,
+    AnchorSink,
+    AuditLogError,
+    KeyFileError,
+    load_key,
+    read_anchors,
+    verify_set,
+)
+from controller.audit.records import LogReadError
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _err(command: str, message: str) -> None:
+    print(f"shoewarden audit {command}: {message}", file=sys.stderr)
+
+
+def _key(command: str, path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    loaded = load_key(path)  # KeyFileError is reported by the caller
+    if loaded.warning:
+        _err(command, f"warning: {loaded.warning}")
+    return loaded.key
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    try:
+        key = _key("verify", args.key)
+        anchors = read_anchors(args.anchors) if args.anchors else None
+    except (KeyFileError, AnchorFileError) as exc:
+        _err("verify", str(exc))
+        return EXIT_BAD_INPUT
+    result = verify_set(args.logs, key=key, anchors=anchors)
+    if args.json:
+        print(json.dumps({"ok": result.ok, "exit": result.exit_code,
+                          "unreadable": result.unreadable,
+                          "tables": [t.to_dict() for t in result.tables]}, ensure_ascii=False))
+    else:
+        for line in result.lines():
+            print(line)
+    for u in result.unreadable:
+        _err("verify", u)
+    return result.exit_code
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from controller.audit.replay import ReplayError, replay
+
+    try:
+        result = replay(args.logs)
+    except (ReplayError, LogReadError) as exc:
+        _err("replay", str(exc))
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # a doctored log can hold anything: still no traceback
+        _err("replay", f"cannot replay the log: {type(exc).__name__}: {exc}")
+        return EXIT_BAD_INPUT
+    for note in result.notes:
+        print(f"note: {note}")
+    shown = result.differences[: args.max_differences]
+    for d in shown:
+        print(f"DIFFERENT: {d}")
+    more = len(result.differences) - len(shown)
+    if more > 0:
+        print(f"… and {more} more difference(s)")
+    verdict = "identical" if result.identical else f"{len(result.differences)} difference(s)"
+    print(f"replay: {result.inputs} input(s), {result.outputs} output(s) compared, "
+          f"{result.headers} session(s): {verdict}")
+    return EXIT_OK if result.identical else EXIT_FAIL
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from controller.audit.replay import ReplayError
+    from controller.audit.report import build_report, render_round, render_text
+    from controller.audit.report_html import render_html
+
+    try:
+        report = build_report(args.logs, log_dirs=args.log_dir)
+    except (ReplayError, LogReadError) as exc:
+        _err("report", str(exc))
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # a doctored log can hold anything: still no traceback
+        _err("report", f"cannot read the log: {type(exc).__name__}: {exc}")
+        return EXIT_BAD_INPUT
+    rounds = None
+    if args.round is not None:
+        text = render_round(report, args.round, args.table)
+        if text is None:
+            _err("report", f"no round {args.round} in the log(s)"
+                 + (f" for table {args.table}" if args.table else ""))
+            return EXIT_BAD_INPUT
+        sys.stdout.write(text)
+        rounds = report.find_round(args.round, args.table)
+    else:
+        sys.stdout.write(render_text(report))
+    if args.html:
+        try:
+            Path(args.html).write_text(render_html(report, rounds), encoding="utf-8")
+        except OSError as exc:
+            _err("report", f"{args.html}: {exc.strerror or exc}")
+            return EXIT_BAD_INPUT
+        print(f"html: {args.html}")
+    return EXIT_OK
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    from controller.audit.recovery import recover
+    from controller.audit.replay import ReplayError
+
+    if not Path(args.log).is_file():
+        _err("recover", f"{args.log}: no such file")
+        return EXIT_BAD_INPUT
+    try:
+        key = _key("recover", args.key)
+        anchors = AnchorSink(args.anchors, syslog=not args.no_syslog) if args.anchors else None
+        result = recover(args.log, key=key, anchors=anchors, reason=args.reason)
+    except KeyFileError as exc:
+        _err("recover", str(exc))
+        return EXIT_BAD_INPUT
+    except AuditLogError as exc:
+        _err("recover", f"refused: {exc}")
+        return EXIT_FAIL
+    except (ReplayError, LogReadError, OSError) as exc:
+        _err("recover", str(exc))
+        return EXIT_BAD_INPUT
+    result.log.close()
+    print(result.summary())
+    for d in result.differences[:5]:
+        print(f"note: the log does not replay identically: {d}")
+    return EXIT_OK
+
+
+def register(sub: Any) -> None:
+    """Add ``audit`` and its subcommands to the ``shoewarden`` parser's subparsers."""
+    audit = sub.add_parser("audit", help="verify, replay, report and recover audit logs")
+    cmds = audit.add_subparsers(dest="audit_command", required=True, metavar="SUBCOMMAND")
+
+    verify = cmds.add_parser(
+        "verify", help="check the hash chain (and HMAC, anchors) of logs",
+        description="Exit 0 intact, 1 tampered (the first broken record named), 2 unreadable.")
+    verify.add_argument("logs", nargs="+", metavar="LOG",
+                        help="log files: one, a table's rotated files, several tables")
+    verify.add_argument("--key", metavar="FILE", help="key file of a keyed log (hex, ≥ 32 bytes)")
+    verify.add_argument("--anchors", metavar="FILE",
+                        help="anchor file (JSON Lines of table, file, seq, hash, ts, reason)")
+    verify.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    verify.set_defaults(func=cmd_verify)
+
+    replay = cmds.add_parser(
+        "replay", help="re-run the engine on the logged inputs and compare the outputs",
+        description="Exit 0 identical, 1 different, 2 unreadable.")
+    replay.add_argument("logs", nargs="+", metavar="LOG", help="log file(s), in order")
+    replay.add_argument("--max-differences", type=int, default=20, metavar="N",
+                        help="show at most N differences (default 20)")
+    replay.set_defaults(func=cmd_replay)
+
+    report = cmds.add_parser(
+        "report", help="per table and day: shoes, rounds, cards, deviations, timeline",
+        description="Exit 0, or 2 when a log cannot be read.")
+    report.add_argument("logs", nargs="+", metavar="LOG", help="log file(s), in order")
+    report.add_argument("--round", type=int, metavar="N",
+                        help="lay out round N card by card (a disputed round)")
+    report.add_argument("--table", help="with --round: only this table")
+    report.add_argument("--html", metavar="FILE", help="also write one self-contained HTML file")
+    report.add_argument("--log-dir", action="append", metavar="DIR",
+                        help="where the logs of earlier days are (sabot rotation); "
+                        "default: the logs' directories")
+    report.set_defaults(func=cmd_report)
+
+    rec = cmds.add_parser(
+        "recover", help="cut a torn last line and write the recovery record",
+        description="Exit 0 recovered, 1 refused (damaged, not torn), 2 unreadable.")
+    rec.add_argument("log", metavar="LOG")
+    rec.add_argument("--key", metavar="FILE", help="key file of a keyed log")
+    rec.add_argument("--anchors", metavar="FILE", help="append the recovery anchor here")
+    rec.add_argument("--no-syslog", action="store_true", help="do not send the anchor to syslog")
+    rec.add_argument("--reason", default="restart after an unclean stop",
+                     help="the reason written into the recovery record")
+    rec.set_defaults(func=cmd_recover)

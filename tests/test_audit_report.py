@@ -1,0 +1,312 @@
+"""``audit report``: a known day in text, disputed rounds laid out, and self-contained HTML.
+
+The expected figures are counted from the simulated dealer's steps (phases,
+events), not taken from the code under test.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from test_audit_helpers import feed_log
+
+from controller.audit import AuditLog
+from controller.audit.report import build_report, render_round, render_text
+from controller.audit.report_html import render_html
+from controller.cards import baccarat_value
+from controller.cli import main
+from controller.profiles import load_profile
+from simulators.dealer import DayPlan, Step, table_day
+
+START = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+BURN_PHASES = ("burn", "dealer_change_burn")
+
+
+def _steps(name: str, seed: int = 2, shoes: int = 2) -> list[Step]:
+    return table_day(load_profile(name), seed, DayPlan(shoes=shoes, table="BJ-3", start=START))
+
+
+def _at(t: str) -> str:
+    return t[11:19]
+
+
+def _known_day() -> list[Step]:
+    """gr-blackjack, 2 shoes, with a cut card placed outside the window, a fault, a new dealer."""
+    steps = _steps("gr-blackjack")
+    placed = next(i for i, s in enumerate(steps) if s.phase == "cut_card_placed")
+    steps[placed] = Step(steps[placed].phase, {**steps[placed].event, "behind": 10},
+                         steps[placed].shoe, steps[placed].round)
+    bets = [i for i, s in enumerate(steps) if s.phase == "bets_closed"]
+    t_fault, t_ok = steps[bets[4] - 1].event["t"], steps[bets[4]].event["t"]
+    t_dealer = steps[bets[2]].event["t"]
+    steps.insert(bets[4], Step("fault", {"type": "device_ok", "device": "shoe", "code": "jam",
+                                          "t": t_ok}))
+    steps.insert(bets[4], Step("fault", {"type": "device_fault", "device": "shoe", "code": "jam",
+                                          "t": t_fault}))
+    steps.insert(bets[2], Step("dealer", {"type": "dealer_change", "dealer": "D9",
+                                           "t": t_dealer}))
+    return steps
+
+
+def _write(tmp_path: Path, name: str, steps: list[Step], file: str = "day.jsonl") -> Path:
+    path = tmp_path / file
+    with AuditLog.open(path, durability="none") as log:
+        feed_log(log, load_profile(name), [s.event for s in steps])
+    return path
+
+
+@pytest.fixture
+def known(tmp_path: Path) -> tuple[Path, list[Step]]:
+    steps = _known_day()
+    return _write(tmp_path, "gr-blackjack", steps), steps
+
+
+def _section(text: str, header: str) -> list[str]:
+    """The timeline lines under ``header`` (up to the next section)."""
+    lines = text.splitlines()
+    timeline = lines.index("  timeline:")
+    start = next(i for i, line in enumerate(lines)
+                 if i > timeline and line.strip().startswith(header))
+    out = []
+    for line in lines[start + 1:]:
+        if not line.startswith("      "):
+            break
+        out.append(line.strip())
+    return out
+
+
+def test_text_report_of_a_known_day(known: tuple[Path, list[Step]]) -> None:
+    path, steps = known
+    events = [s.event for s in steps]
+    text = render_text(build_report([path]))
+    rounds = sum(1 for e in events if e["type"] == "bets_closed")
+    cards = sum(1 for e in events if e["type"] == "card")
+    burned = sum(1 for s in steps if s.phase in BURN_PHASES)
+    assert "== table BJ-3, 2026-11-21 (profile gr-blackjack, 6 deck(s), sabot S-07)" in text
+    assert f"opened {_at(events[0]['t'])}, closed {_at(events[-1]['t'])}" in text
+    assert f"shoes 2, rounds {rounds}, cards {cards} (burned {burned})" in text
+    # cut card: declared per shoe, measured = pack − cards drawn since the load
+    placed = [e["behind"] for e in events if e["type"] == "cut_card_placed"]
+    measured = []
+    drawn = None
+    for e in events:
+        if e["type"] == "shoe_loaded":
+            drawn = 0
+        elif e["type"] == "card" and drawn is not None:
+            drawn += 1
+        elif e["type"] == "cut_card":
+            measured.append(6 * 52 - drawn)
+            drawn = None
+    assert "cut card positions (cards behind it; rule 39–65):" in text
+    assert f"shoe 1: placed 10, came out {measured[0]}  OUTSIDE" in text
+    assert f"shoe 2: placed {placed[1]}, came out {measured[1]}\n" in text
+    assert "deviations: 1 (warning 1)" in text and "CUT_CARD_POSITION [warning]: 1" in text
+    fault = next(e for e in events if e["type"] == "device_fault")
+    ok = next(e for e in events if e["type"] == "device_ok")
+    assert f"device faults: 1\n    {_at(fault['t'])} shoe: jam (cleared {_at(ok['t'])})" in text
+    dealer = next(e for e in events if e["type"] == "dealer_change")
+    assert f"dealer changes: 1\n    {_at(dealer['t'])} dealer D9" in text
+
+
+def test_timeline_per_shoe_in_order_with_times(known: tuple[Path, list[Step]]) -> None:
+    path, steps = known
+    text = render_text(build_report([path]))
+    first = [s for s in steps if s.shoe == 1]
+    shuffle = next(s.event for s in first if s.phase == "shuffle")
+    cut = next(s.event for s in first if s.phase == "cut")
+    shoe1 = _section(text, "shoe 1:")
+    labels = [re.sub(r"^\d\d:\d\d:\d\d  ", "", line) for line in shoe1]
+    assert shoe1[0] == f"{_at(shuffle['t'])}  shuffle"
+    assert labels[1] == f"cut: offset {cut['offset']}"
+    assert labels[2] == "cut card placed: 10 card(s) behind it (rule 39–65)"
+    assert labels[3].startswith("! CUT_CARD_POSITION [warning] cut card placed with 10")
+    assert labels[4:6] == ["loaded", "burn: 5 card(s)"]
+    assert labels[6].startswith("rounds 1–")
+    assert any(line.startswith("dealer change: dealer D9") for line in labels)
+    assert any(line.startswith("device fault: shoe: jam") for line in labels)
+    tail = [line.split(":")[0] for line in labels[-3:]]
+    assert tail == ["cut card out", "last hand", "shoe complete"]
+    shoe2 = _section(text, "shoe 2:")
+    assert shoe2[0].endswith("  reshuffle")
+    assert _section(text, "opening")[0].endswith("open: sabot S-07, 6 deck(s)")
+    assert _section(text, "closing")[-1].endswith("  close")
+    # every round of shoe 1 is in the rounds entries, in order
+    numbers = [int(n) for line in labels if line.startswith("round")
+               for n in re.findall(r"\d+", line.split(":")[0])]
+    assert numbers[0] == 1 and numbers == sorted(numbers)
+
+
+def _bj_total(cards: list[str]) -> tuple[int, bool]:
+    values = [11 if c[0] == "A" else 10 if c[0] in "TJQK" else int(c[0]) for c in cards]
+    total, aces = sum(values), values.count(11)
+    while total > 21 and aces:
+        total, aces = total - 10, aces - 1
+    return total, aces > 0
+
+
+def test_round_reconstruction_blackjack(known: tuple[Path, list[Step]]) -> None:
+    path, steps = known
+    report = build_report([path])
+    n = 4
+    text = render_round(report, n)
+    dealt = [s.event for s in steps if s.event["type"] == "card" and s.round == n
+             and s.phase not in BURN_PHASES]
+    rows = [line.split() for line in text.splitlines() if re.match(r"^\s+\d+\s+\w\w\s", line)]
+    assert [r[1] for r in rows] == [e["card"] for e in dealt]  # every card, in dealing order
+    assert [r[4] for r in rows] == [_at(e["t"]) for e in dealt]
+    assert all(r[2].startswith(("box", "dealer")) for r in rows)
+    assert {r[3] for r in rows} <= {"initial", "hit", "double", "split", "dealer", "exposed",
+                                    "offered"}
+    bets = next(s.event for s in steps if s.phase == "bets_closed" and s.round == n)
+    assert f"bets closed {_at(bets['t'])}" in text and f"boxes {bets['boxes']}" in text
+    # each hand's line: its cards (the cards sent to it) and an independently computed total
+    for line in text.splitlines():
+        m = re.match(r"^    (box[\d.]+|dealer): ((?:\w\w ?)+) = (\d+)", line)
+        if not m:
+            continue
+        name, hand = m.group(1), m.group(2).split()
+        sent = [r[1] for r in rows if r[2] == name]
+        assert hand == sent, (name, hand, sent)
+        assert int(m.group(3)) == _bj_total(hand)[0]
+    assert re.search(rf"result: round {n}: .*dealer", text)
+
+
+def test_round_reconstruction_baccarat(tmp_path: Path) -> None:
+    steps = _steps("gr-banco-punto", seed=5, shoes=1)
+    path = _write(tmp_path, "gr-banco-punto", steps)
+    n = 7
+    text = render_round(build_report([path]), n)
+    dealt = [s.event["card"] for s in steps if s.event["type"] == "card" and s.round == n
+             and s.phase not in BURN_PHASES]
+    rows = [line.split() for line in text.splitlines() if re.match(r"^\s+\d+\s+\w\w\s", line)]
+    assert [r[1] for r in rows] == dealt
+    assert [r[2] for r in rows[:4]] == ["punto", "banco", "punto", "banco"]
+    totals = {}
+    for side in ("punto", "banco"):
+        cards = [r[1] for r in rows if r[2] == side]
+        total = sum(baccarat_value(_card(c)) for c in cards) % 10
+        totals[side] = total
+        assert f"  {side}: {' '.join(cards)} = {total}" in text
+    winner = ("Punto" if totals["punto"] > totals["banco"] else
+              "Banco" if totals["banco"] > totals["punto"] else "Egalite")
+    assert f"  winner: {winner}" in text
+    assert render_round(build_report([path]), 10_000) is None
+
+
+def _card(text: str):
+    from controller.cards import parse_card
+
+    return parse_card(text)
+
+
+def test_report_cli(known: tuple[Path, list[Step]], tmp_path: Path,
+                    capsys: pytest.CaptureFixture) -> None:
+    path, _ = known
+    assert main(["audit", "report", str(path)]) == 0
+    assert "CUT_CARD_POSITION [warning]: 1" in capsys.readouterr().out
+    assert main(["audit", "report", str(path), "--round", "3"]) == 0
+    assert "== round 3: table BJ-3" in capsys.readouterr().out
+    assert main(["audit", "report", str(path), "--round", "999"]) == 2
+    assert "no round 999" in capsys.readouterr().err
+    assert main(["audit", "report", str(tmp_path / "missing.jsonl")]) == 2
+    html_file = tmp_path / "r.html"
+    assert main(["audit", "report", str(path), "--html", str(html_file)]) == 0
+    assert html_file.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+VOID = {"meta", "br", "hr", "img", "input", "link", "area", "base", "col", "embed",
+        "source", "track", "wbr"}
+SVG_VOID = {"circle", "line", "rect", "path"}
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.text: list[str] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._in_script = True
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_script = False
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unbalanced </{tag}> (open: {self.stack[-3:]})")
+            return
+        self.stack.pop()
+
+    def handle_data(self, data):
+        (self.scripts if self._in_script else self.text).append(data)
+
+
+def test_html_is_self_contained_and_has_the_same_content(
+        known: tuple[Path, list[Step]]) -> None:
+    path, _ = known
+    report = build_report([path])
+    page = render_html(report, report.find_round(4))
+    parser = _Collector()
+    parser.feed(page)
+    parser.close()
+    assert not parser.errors and parser.stack == [], (parser.errors, parser.stack)
+    # nothing from the network: no URL anywhere, no external script, style, font or image
+    assert "://" not in page and "url(" not in page and "@import" not in page
+    for tag, attrs in parser.tags:
+        assert tag not in ("link", "img", "iframe", "object", "embed"), tag
+        for name, value in attrs.items():
+            assert name not in ("src", "href", "xmlns"), (tag, name, value)
+    # the same content as the text report
+    text = " ".join(parser.text)
+    for needle in ("shoes 2, rounds", "CUT_CARD_POSITION [warning]: 1", "dealer D9",
+                   "shoe: jam (cleared", "cut card placed: 10 card(s) behind it",
+                   "== round 4: table BJ-3"):
+        assert needle in text, needle
+    # a sortable deviation table with the inline script that sorts it
+    tables = [attrs for tag, attrs in parser.tags if tag == "table"]
+    assert any("sortable" in (a.get("class") or "") and "deviations" in (a.get("class") or "")
+               for a in tables)
+    assert any("addEventListener" in s and "sort" in s for s in parser.scripts)
+    # three charts per day as inline SVG; one dot per deviation on the deviation chart
+    svgs = [attrs for tag, attrs in parser.tags if tag == "svg"]
+    labels = [a.get("aria-label") for a in svgs]
+    assert labels == ["deviations over the day", "cut card positions against the window",
+                      "cards per shoe"]
+    assert page.count('fill="#c77700" fill-opacity="0.75"') == 1  # the one warning
+    assert page.count("<title>shoe 1: placed with 10 card(s)") == 1
+
+
+@pytest.mark.skipif(not any(shutil.which(b) for b in ("chromium", "chromium-browser")),
+                    reason="headless Chromium is not installed")
+def test_html_renders_in_headless_chromium(known: tuple[Path, list[Step]],
+                                           tmp_path: Path) -> None:
+    path, _ = known
+    page = tmp_path / "r.html"
+    page.write_text(render_html(build_report([path])), encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    browser = next(shutil.which(b) for b in ("chromium", "chromium-browser") if shutil.which(b))
+    subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox",
+                    f"--screenshot={shot}", "--window-size=1200,3000", page.as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    assert shot.stat().st_size > 10_000
