@@ -446,14 +446,33 @@ def test_split_aces_one_card_each(name: str) -> None:
 @pytest.mark.parametrize("name", BJ)
 def test_resplit_aces(name: str) -> None:
     # A-A split, the first ace gets another ace, and the table splits again
-    r = play(name, [1], *deal(name, "A", "9", "A", hole="8"), "split", "A", "split",
-             "7", "8", "9", *dealer_rest(name, "8"))
     once = prof(name).blackjack.split_aces_max == 1  # type: ignore[union-attr]
-    assert r.codes == (Counter({"ACTION_NOT_ALLOWED": 1}) if once else Counter())
-    if once:  # 000 §14: no new split on an ace; 002 §3 2.7: one split only
-        assert r.per_item[-4 - len(dealer_rest(name, "8"))] == ["ACTION_NOT_ALLOWED"]
-    assert [h["total"] for h in r.data["hands"]] == [18, 19, 20]
-    assert all(not h["blackjack"] for h in r.data["hands"])
+    if not once:
+        r = play(name, [1], *deal(name, "A", "9", "A", hole="8"), "split", "A", "split",
+                 "7", "8", "9", *dealer_rest(name, "8"))
+        assert r.codes == Counter()
+        assert [h["total"] for h in r.data["hands"]] == [18, 19, 20]
+        assert all(not h["blackjack"] for h in r.data["hands"])
+        return
+    # 000 §14: "if he then gets an ace again, no new split"; 002 §3 2.7: one split only.
+    # The A-A hand is finished, so the split is the next hand's, which cannot take it.
+    r = play(name, [1], *deal(name, "A", "9", "A", hole="8"), "split", "A", "split",
+             "7", *dealer_rest(name, "8"))
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1})
+    assert r.per_item[-2 - len(dealer_rest(name, "8"))] == ["ACTION_NOT_ALLOWED"]
+    assert [h["total"] for h in r.data["hands"]] == [12, 18]
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_declined_ace_resplit(name: str) -> None:
+    # where aces may be split again the A-A hand waits for the table's decision, recorded
+    # as `stand`; where they may not, it is finished and the dealer records nothing for it
+    open_ = prof(name).blackjack.split_aces_max > 1  # type: ignore[union-attr]
+    decision = ["stand"] if open_ else []
+    r = play(name, [1, 2], *deal(name, "AT", "9", "A9", hole="8"), "split", "A", *decision,
+             "7", "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter()
+    assert [h["total"] for h in r.data["hands"]] == [12, 18, 19]
 
 
 @pytest.mark.parametrize("name", BJ)

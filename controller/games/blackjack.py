@@ -200,6 +200,10 @@ class BlackjackReferee(CardLedger):
             out += self._offer_answer(action)
         else:
             hand = self._in_play()
+            while (hand is not None and self._ace_pending(hand)
+                   and not self._resplit_open(hand)):
+                hand.done = True  # no resplit possible: the action is the next hand's
+                hand = self._in_play()
             if hand is None:
                 if action != "stand":  # a stand with no hand in play changes nothing
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
@@ -280,6 +284,14 @@ class BlackjackReferee(CardLedger):
         may still split it (judged by the split rules when it does)."""
         return (hand.box is not None and not hand.done and hand.split_aces
                 and len(hand.cards) == 2 and all(c.rank == "A" for c in hand.cards))
+
+    def _resplit_open(self, hand: _Hand) -> bool:
+        """Whether an ace-pending hand may really be split again. Where it may not (000 §14:
+        "if he then gets an ace again, no new split") it waits for nobody: a ``stand`` the
+        dealer records belongs to the next hand."""
+        r = self.rule
+        assert hand.box is not None
+        return hand.box.splits < r.max_splits and hand.box.ace_splits < r.split_aces_max
 
     # ------------------------------------------------------------------ cards
 

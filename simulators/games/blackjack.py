@@ -150,9 +150,12 @@ class BlackjackRounds(RoundDealer):
             if total >= 21:
                 return
             if h.aces:  # one card on a split ace; another ace may be split again
-                if self._pair_splittable(h) and rng.random() < 0.6:
-                    yield from self._split(hands, i)
-                    continue
+                if self._pair_splittable(h):
+                    if rng.random() < 0.6:
+                        yield from self._split(hands, i)
+                        continue
+                    # the table's decision is recorded either way (docs/dealing-blackjack.md)
+                    yield self._act("stand")
                 return
             if len(h.cards) == 2:
                 if self._pair_splittable(h) and rng.random() < 0.5:
