@@ -16,12 +16,15 @@ the engine.
 from __future__ import annotations
 
 import functools
+import os
 import random
 import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+from hypothesis import settings as hypothesis_settings
 
 from controller.cards import pack
 from controller.deviations import CATALOG, Deviation, Severity
@@ -30,6 +33,12 @@ from controller.events import parse_event
 from controller.outputs import Note, Prompt, Transition
 from controller.profiles import Profile, Section, load_profile, profile_names
 from simulators.dealer import DayPlan, Step, table_day
+
+# CI runs are reproducible (the same examples every run); local runs keep exploring new
+# ones, and a failure they find is printed with the data to replay it.
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 PROFILES: list[str] = profile_names()
 T_OPEN = "2026-11-21T10:00:00Z"
@@ -44,7 +53,7 @@ PROCEDURE_CODES = frozenset({
     "DECK_EXPIRED", "SHUFFLE_MISSING", "CUT_MISSING", "CUT_TOO_SHALLOW", "CUT_CARD_MISSING",
     "CUT_CARD_POSITION", "CUT_CARD_UNEXPECTED", "BURN_COUNT", "CARD_BEFORE_BETS_CLOSED",
     "PLAY_AFTER_LAST_HAND", "CARD_DUPLICATE", "DISCARDS_NOT_RETURNED", "DEVICE_FAULT",
-    "UNEXPECTED_EVENT", "SABOT_ROTATION",
+    "UNEXPECTED_EVENT", "SABOT_ROTATION", "PROTOCOL_ERROR", "DEVICE_IDENTITY",
 })
 
 # Which profile has what, written out from PROCEDURES.md §1 (not read from the code).
