@@ -1,5 +1,5 @@
 # shoewarden — two commands on a fresh machine with only Python and make:
-#   make run    set up .venv and run the main job
+#   make run    set up .venv and run the main job (a bench run on simulated devices)
 #   make test   set up .venv and run the whole test suite
 PYTHON ?= python3
 VENV   := .venv
@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/shoewarden check --profile gr-blackjack config/examples/gr-blackjack-day.jsonl
+run: $(STAMP)  ## a bench run: the controller against simulated devices on virtual serial ports
+	$(BIN)/shoewarden bench --profile gr-blackjack --shoes 2 --seed 7
 
 test: $(STAMP)
 	$(BIN)/ruff check controller drivers simulators tests benchmarks
@@ -29,6 +29,7 @@ lint: $(STAMP)
 bench: $(STAMP)  ## print speed and memory figures
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/audit_bench.py
+	$(BIN)/python benchmarks/device_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -1,4 +1,6 @@
-"""The ``shoewarden`` command line: check, profiles, chart.
+"""The ``shoewarden`` command line: check, profiles, chart (and, from
+:mod:`controller.app.commands`, the device commands run, bench, sim, ports; from
+:mod:`controller.audit_cli`, audit).
 
 Bad input never produces a traceback: a missing file, a bad profile, a
 malformed line or a wrong argument is reported with what and where, and the
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from controller import __version__, audit_cli
+from controller.app import commands as app_commands
 from controller.audit import AuditLog, AuditLogError
 from controller.deviations import Deviation, Severity
 from controller.engine import TableEngine, mermaid_chart
@@ -200,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     chart.add_argument("--profile", required=True, help="profile name or path")
     chart.set_defaults(func=cmd_chart)
 
+    app_commands.register(sub)
     audit_cli.register(sub)
     return parser
 

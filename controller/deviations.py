@@ -73,6 +73,12 @@ _SPECS = [
                   "play goes on while a device fault is open"),
     DeviationSpec("UNEXPECTED_EVENT", Severity.WARNING, "",
                   "an event that is not valid in the current state"),
+    DeviationSpec("PROTOCOL_ERROR", Severity.WARNING, "",
+                  "a device sent malformed traffic (bad CRC, noise, a gap, a duplicate, a bad "
+                  "payload …): the driver's diagnostic, with its counts"),
+    DeviationSpec("DEVICE_IDENTITY", Severity.CRITICAL, "",
+                  "a device was refused: its identity is not on the table's allowlist, or it "
+                  "came back from a reconnect as another device"),
     DeviationSpec("SABOT_ROTATION", Severity.WARNING, "",
                   "table_open with the sabot that was placed on the same table at its last K "
                   "openings (001 §3; K a setting, default 3)"),

@@ -33,6 +33,7 @@ from transitions import Machine, MachineError
 from controller.cards import Card, burn_value, deck
 from controller.deviations import CATALOG, Deviation
 from controller.events import (
+    DEVICE_INFO_EVENTS,
     Action,
     BetsClosed,
     CardDrawn,
@@ -43,8 +44,10 @@ from controller.events import (
     DealerChange,
     DeckCheck,
     DeckLot,
+    DeviceConnected,
     DeviceFault,
     DeviceOk,
+    DeviceReport,
     DiscardsReturned,
     Event,
     PlayersLeft,
@@ -309,7 +312,8 @@ class TableEngine:
     def handle(self, event: Event) -> list[Output]:
         """Apply one input event; return its outputs. Never raises for any event value."""
         out: list[Output] = []
-        if self.state == DEVICE_FAULT and event.type not in ("device_fault", "device_ok"):
+        if self.state == DEVICE_FAULT and event.type not in ("device_fault", "device_ok",
+                                                             *DEVICE_INFO_EVENTS):
             if event.type in PLAY_EVENTS and not self._fault_flagged:
                 self._fault_flagged = True
                 faults = [f"{d}:{c}" for (d, c) in self._faults]
@@ -856,6 +860,34 @@ class TableEngine:
         resume, self._resume = self._resume, None
         return resume
 
+    def _on_device_connected(self, e: DeviceConnected, out: list[Output]) -> str | None:
+        who = " ".join(x for x in (e.model, e.serial) if x) or "a device"
+        text = f"{e.device}: {who}" + (f" firmware {e.firmware}" if e.firmware else "") + \
+            (f" on {e.port}" if e.port else "") + (f" ({e.driver})" if e.driver else "")
+        data = {k: v for k, v in e.to_record().items() if k not in ("type", "t")}
+        out.append(Note("device_connected", text, data))
+        return None
+
+    def _on_device_diagnostic(self, e: DeviceReport, out: list[Output]) -> str | None:
+        evidence: dict[str, Any] = {k: v for k, v in e.to_record().items()
+                                    if k not in ("type", "t", "code")}
+        if e.code == "PROTOCOL_ERROR":
+            what = e.kind or "malformed traffic"
+            count = f"{e.count} " if e.count else ""
+            total = f"; {e.total} so far on this device" if e.total else ""
+            out.append(self._make(
+                "PROTOCOL_ERROR", f"{e.device}: {count}{what} on the link{total}"
+                + (f" ({e.detail})" if e.detail else ""), **evidence))
+        elif e.code == "DEVICE_IDENTITY":
+            out.append(self._make(
+                "DEVICE_IDENTITY", f"{e.device} refused: "
+                + (e.detail or f"its identity differs ({e.kind or 'identity'})"), **evidence))
+        else:
+            out.append(Note("device_diagnostic", f"{e.device}: {e.code}"
+                            + (f" {e.kind}" if e.kind else "")
+                            + (f": {e.detail}" if e.detail else ""), {"code": e.code, **evidence}))
+        return None
+
     def _on_table_close(self, e: TableClose, out: list[Output]) -> str | None:
         if self.profile.inspection.closing_check and not self.checked_since_shoe:
             out.append(self._make("CHECK_MISSING", "table closed without counting the pack "
@@ -978,6 +1010,8 @@ def _graph_for(p: Profile, states: tuple[str, ...]) -> list[tuple[str, list[str]
         ("device_fault", [DEVICE_FAULT], [None]),
         ("device_ok", [DEVICE_FAULT], [None, *[s for s in states if s != DEVICE_FAULT]]),
         ("table_close", [s for s in open_states if s not in (ROUND, LAST_ROUND)], [CLOSED]),
+        ("device_connected", list(states), [None]),
+        ("device_diagnostic", list(states), [None]),
     ]
     if p.card_source != "hand":
         g.append(("shoe_loaded", only(LOAD, CUT_CARD, CUT, OPENING_CHECK, SHUFFLE,

@@ -230,12 +230,50 @@ class TableClose(Event):
     type: ClassVar[str] = "table_close"
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceConnected(Event):
+    """A device was identified on a port (the runtime records it; the engine notes it).
+
+    ``driver`` is the driver's registered name, ``port`` the port it was opened on (a pty's
+    ``/dev/pts/N``, ``/dev/ttyUSB0``, a USB id), the rest the identity it reported.
+    """
+
+    type: ClassVar[str] = "device_connected"
+    device: str
+    driver: str | None = None
+    port: str | None = None
+    kind: str | None = None
+    model: str | None = None
+    serial: str | None = None
+    firmware: str | None = None
+    firmware_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceReport(Event):
+    """A driver's diagnostic (``type`` ``device_diagnostic``): malformed traffic
+    (``PROTOCOL_ERROR``, with ``count`` this occurrence and ``total`` on the device), a refused
+    identity (``DEVICE_IDENTITY``), a refused command (``NAK``), a driver bug caught
+    (``DRIVER_ERROR``). Logged as an input so a replay reproduces the deviation it raises."""
+
+    type: ClassVar[str] = "device_diagnostic"
+    device: str
+    code: str
+    kind: str | None = None
+    count: int | None = None
+    total: int | None = None
+    detail: str | None = None
+
+
+DEVICE_INFO_EVENTS = frozenset({"device_connected", "device_diagnostic"})
+"""Events about the devices themselves: valid in every state, never play, never a transition."""
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
         TableOpen, DeckCheck, Shuffle, Cut, CutCardPlaced, ShoeLoaded, BetsClosed, CardDrawn,
         CutCardSeen, Action, StubCount, RoundEnd, DiscardsReturned, DealerChange, PlayersLeft,
-        CardReplaced, DeviceFault, DeviceOk, TableClose,
+        CardReplaced, DeviceFault, DeviceOk, TableClose, DeviceConnected, DeviceReport,
     )
 }
 
@@ -431,4 +469,19 @@ def parse_event(obj: object) -> Event:
             )
         case "table_close":
             return TableClose(**common)
+        case "device_connected":
+            return DeviceConnected(
+                device=_str(obj, "device"),
+                **{k: _str(obj, k, required=False) for k in (
+                    "driver", "port", "kind", "model", "serial", "firmware", "firmware_hash")},
+                **common,
+            )
+        case "device_diagnostic":
+            return DeviceReport(
+                device=_str(obj, "device"), code=_str(obj, "code"),
+                kind=_str(obj, "kind", required=False),
+                count=_int(obj, "count", required=False),
+                total=_int(obj, "total", required=False),
+                detail=_str(obj, "detail", required=False), **common,
+            )
     raise EventError("type", f"unknown event type {kind!r}")  # pragma: no cover

@@ -525,6 +525,9 @@ class SwpDriver(DeviceDriver):
         self._generation = 0
         self._inbox: queue.SimpleQueue[tuple[int, bytes | TransportFault]] = queue.SimpleQueue()
         self._pending_out: list[Output] = []
+        #: called by the reader thread after it queued bytes or a fault (the runtime uses it
+        #: to wake its owner thread, which then calls :meth:`poll`); must not block
+        self.wakeup: Callable[[], None] | None = None
 
     # config ---------------------------------------------------------------------
     @classmethod
@@ -572,8 +575,8 @@ class SwpDriver(DeviceDriver):
         if self.transport is not None:
             self.transport.open()
             gen = self._generation
-            self.transport.start(lambda data: self._inbox.put((gen, data)),
-                                 lambda fault: self._inbox.put((gen, fault)))
+            self.transport.start(lambda data: self._queue_in(gen, data),
+                                 lambda fault: self._queue_in(gen, fault))
         self.refusal = None
         self._state = "handshake"
         self._connected_at = now
@@ -581,6 +584,16 @@ class SwpDriver(DeviceDriver):
         self._pending_out += self._results(self.link.connect(now), now)
 
     connect = open
+
+    def _queue_in(self, gen: int, item: bytes | TransportFault) -> None:
+        """Reader thread: queue what came in, then wake the owner (never raises)."""
+        self._inbox.put((gen, item))
+        wake = self.wakeup
+        if wake is not None:
+            try:
+                wake()
+            except Exception:
+                log.exception("%s: wakeup callback failed", self.name)
 
     def close(self) -> None:
         self._stop_transport()
@@ -698,7 +711,10 @@ class SwpDriver(DeviceDriver):
 
     def _results(self, results: list[LinkResult], now: float) -> list[Output]:
         out: list[Output] = []
+        gen = self._generation
         for r in results:
+            if self._generation != gen and isinstance(r, Message | Identified | ProtocolIssue):
+                continue  # the connection they came on was closed meanwhile (refused, lost)
             try:
                 out += self._result(r, now)
             except Exception as e:  # a driver bug must not stop the feed: report it

@@ -127,6 +127,14 @@ class LinkRecovered:
 LinkResult = Send | Message | Identified | CommandDone | ProtocolIssue | LinkFault | LinkRecovered
 
 
+def _acked(frame: Frame) -> Any:
+    """The ``ack`` of an ACK frame (None when its payload cannot be read)."""
+    try:
+        return frame.body().get("ack")
+    except ValueError:
+        return None
+
+
 def kind_name(kind: int) -> str:
     try:
         return Kind(kind).name
@@ -277,6 +285,8 @@ class ProtocolLink(LinkBase):
         self.gap: _Gap | None = None
         self.resent: set[int] = set()  # frames we have that a RESEND will bring again
         self.resent_until = 0.0
+        self.hello_seq: int | None = None  # the seq of this connection's HELLO
+        self.counts_quiet: Counter[str] = Counter()  # expected oddities, not errors
         self.lost: set[int] = set()  # declared lost; a late copy is reported, not accepted
 
     # sending ------------------------------------------------------------------
@@ -299,7 +309,10 @@ class ProtocolLink(LinkBase):
         self.tx_seq = 0
         self.checker.reset()
         self.no_ack = False
-        return super().connect(now)
+        out = super().connect(now)
+        self.hello_seq = next((r.seq for r in out if isinstance(r, Send)
+                               and r.kind == Kind.HELLO), None)
+        return out
 
     def reset(self, now: float) -> list[LinkResult]:
         out: list[LinkResult] = []
@@ -328,6 +341,13 @@ class ProtocolLink(LinkBase):
     def _frame(self, frame: Frame, now: float) -> list[LinkResult]:
         if frame.type == Kind.IDENTITY:
             return self._identity(frame)
+        if (self.state == "ready" and frame.type == Kind.ACK and frame.seq == 0
+                and self.hello_seq is not None and _acked(frame) == self.hello_seq):
+            # a HELLO retried while the device's answer was on its way (a slow device): the
+            # device answers the retry as a new HELLO, restarting its numbering; its IDENTITY
+            # follows and restarts ours. Not malformed: dropped quietly.
+            self.counts_quiet["hello_retry_answered"] += 1
+            return []
         if self.state != "ready":
             # before the handshake: numbering is not yet the session's
             if frame.type in _IMMEDIATE:

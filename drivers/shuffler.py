@@ -4,6 +4,7 @@
 |---|---|
 | SHUFFLE_DONE | ``shuffle`` |
 | DECK_CHECK ``{"cards": [...]}`` | ``deck_check`` |
+| DECK_CHECK ``{"cards": [...], "part": i, "parts": n}`` | joined: one ``deck_check`` at part n |
 | DELIVERED ``{"card": "7H"}`` (continuous) | ``card`` (unreadable: ``UNREADABLE_CARD``) |
 | DISCARDS_ACCEPTED ``{"count": n}`` | ``discards_returned`` |
 | FAULT / FAULT_CLEARED ``{"code"}`` | ``device_fault`` / ``device_ok``, the shuffler's code |
@@ -45,6 +46,7 @@ class ShufflerDriver(SwpDriver):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.last_status: Mapping[str, Any] | None = None
+        self._parts: tuple[int, list[list[Any]]] | None = None  # a split DECK_CHECK so far
 
     def handle(self, msg: Message, t: str) -> list[Output]:
         body = msg.body
@@ -56,13 +58,10 @@ class ShufflerDriver(SwpDriver):
                 cards = body.get("cards")
                 if not isinstance(cards, list):
                     raise PayloadError(f"'cards' should be a list of card strings, got {cards!r}")
-                tokens = [c.strip().upper() for c in cards if isinstance(c, str) and c.strip()]
-                out: list[Output] = []
-                if len(tokens) != len(cards):
-                    out += self.fault(UNREADABLE_CARD, f"{len(cards) - len(tokens)} card(s) "
-                                      "unread in the shuffler's deck check", t=t, repeat=True)
-                out.append(deck_check(tokens, t))
-                return out
+                if "part" in body or "parts" in body:
+                    return self._deck_check_part(body, cards, t)
+                out = self._abandon_parts("a whole DECK_CHECK came")
+                return out + self._deck_check(cards, t)
             case Kind.DELIVERED:
                 return self.card(body, t)
             case Kind.DISCARDS_ACCEPTED:
@@ -87,6 +86,54 @@ class ShufflerDriver(SwpDriver):
             case Kind.DOOR:
                 return self.door(body, t)
         return []  # pragma: no cover
+
+    def _deck_check(self, cards: list[Any], t: str) -> list[Output]:
+        tokens = [c.strip().upper() for c in cards if isinstance(c, str) and c.strip()]
+        out: list[Output] = []
+        if len(tokens) != len(cards):
+            out += self.fault(UNREADABLE_CARD, f"{len(cards) - len(tokens)} card(s) "
+                              "unread in the shuffler's deck check", t=t, repeat=True)
+        out.append(deck_check(tokens, t))
+        return out
+
+    def _deck_check_part(self, body: Mapping[str, Any], cards: list[Any],
+                         t: str) -> list[Output]:
+        """One frame of a split DECK_CHECK (``part`` i of ``parts`` n, 1-based): the parts are
+        joined into one ``deck_check`` when the last arrives. A part out of turn drops what was
+        gathered (a ``PROTOCOL_ERROR`` ``deck_check_parts``): no half check reaches the engine."""
+        part = body_int(body, "part")
+        parts = body_int(body, "parts")
+        assert part is not None and parts is not None
+        if not 1 <= part <= parts:
+            raise PayloadError(f"part {part} of {parts} is out of range")
+        out: list[Output] = []
+        if part == 1:
+            out += self._abandon_parts("a new DECK_CHECK began")
+            self._parts = (parts, [])
+        elif self._parts is None or self._parts[0] != parts or \
+                len(self._parts[1]) != part - 1:
+            got = 0 if self._parts is None else len(self._parts[1])
+            self._parts = None
+            return [self.protocol_error("deck_check_parts", f"DECK_CHECK part {part} of "
+                                        f"{parts} after {got} part(s); the check is dropped")]
+        assert self._parts is not None
+        self._parts[1].append(cards)
+        if part < parts:
+            return out
+        gathered = [c for chunk in self._parts[1] for c in chunk]
+        self._parts = None
+        return out + self._deck_check(gathered, t)
+
+    def _abandon_parts(self, why: str) -> list[Output]:
+        pending, self._parts = self._parts, None
+        if pending is None:
+            return []
+        return [self.protocol_error("deck_check_parts", f"a DECK_CHECK in {pending[0]} parts "
+                                    f"stopped after {len(pending[1])} ({why}); no deck_check "
+                                    "from it")]
+
+    def on_reset(self, why: str) -> list[Output]:
+        return self._abandon_parts(why)
 
     def unusable(self, kind: int, detail: str) -> list[Output]:
         if kind == Kind.FAULT:  # a fault we cannot read is still a fault

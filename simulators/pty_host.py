@@ -213,8 +213,13 @@ class TablePlayer:
                 body["attach"] = attach
         lines = [*self.notes(), self.line(**body)]
         if self.done:
-            lines.append(self.line(end=True))
+            lines.append(self.line(end=True, cards=self.cards_out()))
         return lines
+
+    def cards_out(self) -> dict[str, list[str]]:
+        """Every card each dealing device reported leaving it, in order ("??" unreadable;
+        an injected foreign card included): what a controller's log must account for."""
+        return {name: list(d.cards_out) for name, d in self.devices.items() if d.cards_out}
 
     def _play(self, i: int, step: Step) -> str | None:
         ev = step.event
@@ -409,7 +414,8 @@ class PtyHost:
                  pace: float | None = None, shuffler: str | None = None,
                  link_dir: str | Path | None = None, wait_for_hello: bool = True,
                  wait_for_console: bool = True, clock: Callable[[], float] = time.monotonic,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, manual: bool = False,
+                 parent_pid: int | None = None) -> None:
         if isinstance(scenario, str):
             scenario = load_scenario(scenario)
         if isinstance(profile, str):
@@ -451,6 +457,13 @@ class PtyHost:
         self._t0 = 0.0
         self._next_step = 0.0
         self._done_at: float | None = None
+        #: manual mode: a step is played only for each :meth:`step` permit (tests drive a
+        #: controller's dealer console in between)
+        self.manual = manual
+        self._permits = 0
+        self._permit_lock = threading.Lock()
+        #: exit when this process is no longer our parent (``--exit-with-parent``)
+        self.parent_pid = parent_pid
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -480,6 +493,13 @@ class PtyHost:
         self._thread = threading.Thread(target=self.serve, name="pty-host", daemon=True)
         self._thread.start()
         return self
+
+    def step(self, n: int = 1) -> None:
+        """Manual mode: allow ``n`` more steps of the day to be played (thread-safe)."""
+        with self._permit_lock:
+            self._permits += n
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"s")
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -610,6 +630,11 @@ class PtyHost:
             self._next_step = now
         budget = 64
         while not self.player.done and now >= self._next_step and budget:
+            if self.manual:
+                with self._permit_lock:
+                    if not self._permits:
+                        break
+                    self._permits -= 1
             for line in self.player.play_next():
                 self._console(line)
             self._next_step = (self._next_step + self.pace) if self.pace else now
@@ -643,6 +668,9 @@ class PtyHost:
                 self._console_flush()
                 if (exit_after is not None and self._done_at is not None
                         and now - self._done_at >= exit_after):
+                    break
+                if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                    self.log("the controller that started us is gone: exiting")
                     break
                 ups = [lk for lk in self.links.values() if lk.state == "up"]
                 rl = [lk.master for lk in ups] + [self._wake_r]
@@ -719,6 +747,8 @@ def main(argv: list[str] | None = None) -> int:
                     "was played (default: serve until SIGTERM)")
     ap.add_argument("--no-wait", action="store_true",
                     help="play without waiting for HELLO on every device and a console reader")
+    ap.add_argument("--exit-with-parent", action="store_true",
+                    help="exit (cleaning up) when the process that started this one is gone")
     args = ap.parse_args(argv)
     from controller.profiles import ProfileError
     from simulators.scenario import ScenarioError
@@ -741,7 +771,8 @@ def main(argv: list[str] | None = None) -> int:
         host = PtyHost(profile_name, args.seed, plan=plan, scenario=scenario, pace=args.pace,
                        shuffler="none" if args.no_shuffler else None,
                        link_dir=args.link_dir, wait_for_hello=not args.no_wait,
-                       wait_for_console=not args.no_wait, log=log)
+                       wait_for_console=not args.no_wait, log=log,
+                       parent_pid=os.getppid() if args.exit_with_parent else None)
     except (ProfileError, ScenarioError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

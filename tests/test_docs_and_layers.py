@@ -19,6 +19,10 @@ FORBIDDEN = {
     "drivers": {"simulators", "controller.engine", "controller.session", "controller.cli"},
     "simulators": set(),
 }
+# The composition root (docs/architecture.md): the only place in controller/ that may import
+# drivers, and only its bench and sim commands may import simulators.
+COMPOSITION_ROOT = "controller/app"
+SIMULATOR_COMMANDS = {"bench.py", "sim.py"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -36,11 +40,30 @@ def _imports(path: Path) -> set[str]:
 def test_no_upward_imports(layer: str) -> None:
     bad = []
     for path in sorted((ROOT / layer).rglob("*.py")):
+        if path.parent.relative_to(ROOT).as_posix().startswith(COMPOSITION_ROOT):
+            continue  # checked below
         for name in _imports(path):
             for forbidden in FORBIDDEN[layer]:
                 if name == forbidden or name.startswith(forbidden + "."):
                     bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not bad, bad
+
+
+def test_the_composition_root_imports_simulators_only_in_the_simulator_commands() -> None:
+    paths = sorted((ROOT / COMPOSITION_ROOT).rglob("*.py"))
+    assert {p.name for p in paths} >= {"runtime.py", "bench.py", "run.py", "sim.py"}
+    bad = []
+    for path in paths:
+        uses_sim = any(n == "simulators" or n.startswith("simulators.") for n in _imports(path))
+        if uses_sim and path.name not in SIMULATOR_COMMANDS:
+            bad.append(f"{path.relative_to(ROOT)} imports simulators")
+    assert not bad, bad
+    # the rest of controller/ reaches the composition root only through the CLI
+    for path in sorted((ROOT / "controller").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(COMPOSITION_ROOT) or rel == "controller/cli.py":
+            continue
+        assert not any(n.startswith("controller.app") for n in _imports(path)), rel
 
 
 def test_engine_reads_no_clock_no_randomness_no_io() -> None:
@@ -67,7 +90,7 @@ def test_every_event_type_is_documented() -> None:
 
 def test_architecture_doc_names_every_controller_module() -> None:
     doc = (ROOT / "docs" / "architecture.md").read_text()
-    for path in (ROOT / "controller").glob("*.py"):
+    for path in [*(ROOT / "controller").glob("*.py"), *(ROOT / COMPOSITION_ROOT).glob("*.py")]:
         if path.stem.startswith("__"):
             continue
         assert f"`{path.name}`" in doc, path.name

@@ -116,6 +116,19 @@ def test_the_driver_refuses_a_device_not_on_the_allowlist() -> None:
     assert [o.kind for o in out] == ["before_identity"]
 
 
+def test_nothing_that_came_with_a_refused_identity_is_taken() -> None:
+    """IDENTITY and the device's first messages in one read: refused, nothing is taken."""
+    shoe = ShoeDriver("shoe", utc=lambda: T, allowlist=Allowlist.from_config(CONFIG))
+    shoe.open(0.0)
+    data = (encode(0, Kind.ACK, {"ack": 0})
+            + encode(1, Kind.IDENTITY, body(replace(SHOE, serial="SH999")))
+            + encode(2, Kind.CARD_OUT, {"card": "7H"}) + encode(3, Kind.CUT_CARD_OUT, {}))
+    out = shoe.feed(data, 0.0)
+    assert shoe.state == "refused"
+    assert [(type(o).__name__, getattr(o, "code", "")) for o in out] == [
+        ("DeviceDiagnostic", "DEVICE_IDENTITY"), ("DeviceFault", "DEVICE_IDENTITY")]
+
+
 def test_a_device_of_the_wrong_kind_is_refused_even_without_an_allowlist() -> None:
     scanner = ScannerDriver("scanner", utc=lambda: T)
     handshake(scanner, SHOE)

@@ -237,6 +237,36 @@ def test_shuffler_bad_payloads() -> None:
     assert events(out) == [] and kinds(out) == ["bad_payload"]
 
 
+def test_shuffler_joins_a_deck_check_split_in_parts() -> None:
+    """A pack too big for one frame (docs/devices.md: ~200 cards) comes as DECK_CHECK parts
+    ``{"cards", "part", "parts"}``; the driver joins them into one deck_check."""
+    from controller.cards import pack
+    from simulators.devices import BatchShuffler
+
+    model = BatchShuffler()
+    model.load([str(c) for c in pack(6)])
+    model.deck_check()
+    bodies = [item.body for item in model._events if item.type == Kind.DECK_CHECK]
+    assert len(bodies) > 1 and bodies[0]["parts"] == len(bodies)
+    sh, dev = connected(ShufflerDriver)
+    out: list = []
+    for body in bodies:
+        out += send(sh, dev, Kind.DECK_CHECK, body)
+    evs = events(out)
+    assert len(evs) == 1 and isinstance(evs[0], DeckCheck) and not diags(out)
+    assert sorted(str(c) for c in evs[0].cards) == sorted(str(c) for c in pack(6))
+    # a part out of turn drops the check (no half check reaches the engine)
+    out = send(sh, dev, Kind.DECK_CHECK, bodies[0]) + send(sh, dev, Kind.DECK_CHECK, bodies[2])
+    assert events(out) == [] and kinds(out) == ["deck_check_parts"]
+    # a new check starting over an unfinished one: the unfinished one is reported
+    out = send(sh, dev, Kind.DECK_CHECK, bodies[0]) + send(sh, dev, Kind.DECK_CHECK, bodies[0])
+    assert events(out) == [] and kinds(out) == ["deck_check_parts"]
+    out = [o for b in bodies[1:] for o in send(sh, dev, Kind.DECK_CHECK, b)]
+    assert [e.type for e in events(out)] == ["deck_check"]
+    out = send(sh, dev, Kind.DECK_CHECK, {"cards": ["AS"], "part": 3, "parts": 2})
+    assert kinds(out) == ["bad_payload"]
+
+
 def sent_frames(driver: SwpDriver) -> list[tuple[int, int, dict]]:
     frames = FrameDecoder().feed(b"".join(driver.outbox))
     return [(f.seq, f.type, json.loads(f.payload) if f.payload else {}) for f in frames]

@@ -134,6 +134,24 @@ def test_a_device_restart_mid_session_restarts_its_numbering() -> None:
     assert issues(out) == [] and len(of(out, Identified)) == 1 and len(of(out, Message)) == 1
 
 
+def test_the_answer_to_a_retried_hello_is_a_quiet_restart() -> None:
+    """A slow device: HELLO retried before the answer came; the device answers the retry as
+    a new HELLO (ACK 0, IDENTITY 1 again) after the link was ready. No protocol error, and
+    the frames after it are delivered."""
+    link = ProtocolLink()
+    link.connect(0.0)
+    assert len(of(link.tick(0.25), Send)) == 1  # the retry
+    link.receive(encode(0, Kind.ACK, {"ack": 0}) + encode(1, Kind.IDENTITY, IDENT), 0.5)
+    assert link.state == "ready"
+    out = link.receive(encode(0, Kind.ACK, {"ack": 0}) + encode(1, Kind.IDENTITY, IDENT)
+                       + card(2) + card(3, "KD"), 1.0)
+    assert issues(out) == [] and [m.body["card"] for m in of(out, Message)] == ["7H", "KD"]
+    assert link.counts_quiet["hello_retry_answered"] == 1 and not link.counts
+    # any other ACK out of turn is still reported
+    out = link.receive(encode(0, Kind.ACK, {"ack": 5}), 1.1)
+    assert issues(out) != []
+
+
 # --------------------------------------------------------------------------- heartbeat
 
 

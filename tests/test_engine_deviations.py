@@ -957,6 +957,60 @@ def test_device_fault_shoe_preparation_under_fault(name: str) -> None:
     only(r, "DEVICE_FAULT")
 
 
+# --------------------------------------------------------------------------- device diagnostics
+# every profile: the runtime logs a driver's diagnostic as a device_diagnostic input
+
+
+BAD_CRC = {"type": "device_diagnostic", "device": "shoe", "code": "PROTOCOL_ERROR",
+           "kind": "bad_crc", "count": 1, "total": 2, "detail": "CRC mismatch"}
+REFUSED = {"type": "device_diagnostic", "device": "scanner", "code": "DEVICE_IDENTITY",
+           "kind": "serial", "detail": "serial SC999 is not on the allowlist"}
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_protocol_error_in_any_state_changes_nothing(name: str) -> None:
+    steps = day(name)
+    c = round_cards(steps, 2)[1]
+    clean = run(name, events(steps))
+    mutated = insert(steps, c, BAD_CRC)
+    mutated = insert(mutated, 0, BAD_CRC)  # closed
+    r = run(name, events(mutated))
+    devs = only(r, "PROTOCOL_ERROR", 2)
+    assert devs[1].evidence == {"device": "shoe", "kind": "bad_crc", "count": 1, "total": 2,
+                                "detail": "CRC mismatch"}
+    assert "1 bad_crc" in devs[1].message and "2 so far" in devs[1].message
+    assert r.states[0] == "closed" and r.states[c] == r.states[c + 1] == "round"
+    assert [n.data for n in r.notes("round")] == [n.data for n in clean.notes("round")]
+    # under an open fault it is handled in place: the fault stays, nothing is "play"
+    r2 = run(name, events(steps[:c]))
+    r2.feed(FAULT)
+    assert codes_of(r2.feed(BAD_CRC)) == ["PROTOCOL_ERROR"] and r2.state == "device_fault"
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_device_identity_refused_device(name: str) -> None:
+    steps = day(name)
+    c = round_cards(steps, 1)[0]
+    fault = {"type": "device_fault", "device": "scanner", "code": "DEVICE_IDENTITY"}
+    r = run(name, events(insert(steps, c, REFUSED, fault)))
+    assert r.proc() == Counter({"DEVICE_IDENTITY": 1, "DEVICE_FAULT": 1}), r.codes()
+    dev = r.devs("DEVICE_IDENTITY")[0]
+    assert dev.severity == Severity.CRITICAL and "SC999" in dev.message
+    assert dev.evidence["kind"] == "serial"
+
+
+def test_device_connected_and_other_diagnostics_are_notes() -> None:
+    r = Run.of("gr-blackjack")
+    outs = r.feed({"type": "device_connected", "device": "shoe", "driver": "swp-shoe",
+                   "port": "/dev/pts/3", "model": "SW-SHOE-1", "serial": "SH000001",
+                   "firmware": "2.4.1"})
+    assert [o.kind for o in outs] == ["device_connected"] and r.state == "closed"
+    assert outs[0].text == "shoe: SW-SHOE-1 SH000001 firmware 2.4.1 on /dev/pts/3 (swp-shoe)"
+    outs = r.feed({"type": "device_diagnostic", "device": "shuffler", "code": "NAK",
+                   "kind": "CMD_SHUFFLE", "detail": "busy"})
+    assert [o.kind for o in outs] == ["device_diagnostic"] and not r.devs()
+
+
 # --------------------------------------------------------------------------- UNEXPECTED_EVENT
 # every profile
 
@@ -1141,6 +1195,8 @@ COVERAGE = {
     "DEVICE_FAULT": [test_device_fault_play_goes_on, test_device_fault_counts_the_card],
     "UNEXPECTED_EVENT": [test_unexpected_round_end_in_ready, test_unexpected_table_open_twice,
                          test_unexpected_card_while_closed],
+    "PROTOCOL_ERROR": [test_protocol_error_in_any_state_changes_nothing],
+    "DEVICE_IDENTITY": [test_device_identity_refused_device],
     "SABOT_ROTATION": [test_sabot_rotation_same_sabot_at_the_last_k_openings,
                        test_sabot_rotation_counts_the_days_this_engine_saw],
 }

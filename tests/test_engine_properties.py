@@ -94,6 +94,13 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
     "device_fault": DEVICE,
     "device_ok": DEVICE,
     "table_close": {},
+    "device_connected": {"device": st.sampled_from(["shoe", ""]),
+                         "port": st.one_of(st.none(), st.just("/dev/pts/3")),
+                         "serial": st.one_of(st.none(), st.just("SH000001"))},
+    "device_diagnostic": {"device": st.sampled_from(["shoe", "scanner"]),
+                          "code": st.sampled_from(["PROTOCOL_ERROR", "DEVICE_IDENTITY", "NAK"]),
+                          "kind": st.one_of(st.none(), st.just("bad_crc")),
+                          "count": st.one_of(st.none(), st.integers(-1, 40))},
 }
 
 
@@ -107,7 +114,7 @@ ANY_EVENT = st.sampled_from(sorted(EVENT_TYPES)).flatmap(event_of)
 
 def test_strategies_cover_every_event_type() -> None:
     assert set(FIELDS) == set(EVENT_TYPES)
-    assert len(EVENT_TYPES) == 19
+    assert len(EVENT_TYPES) == 21
 
 
 def _parsed(evs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -21,6 +21,11 @@ GOOD = [
     {"type": "players_left"}, {"type": "card_replaced", "card": "7C"},
     {"type": "device_fault", "device": "shoe", "code": "JAM", "detail": "card stuck"},
     {"type": "device_ok", "device": "shoe", "code": "JAM"}, {"type": "table_close"},
+    {"type": "device_connected", "device": "shoe", "driver": "swp-shoe", "port": "/dev/pts/3",
+     "kind": "shoe", "model": "SW-SHOE-1", "serial": "SH000001", "firmware": "2.4.1",
+     "firmware_hash": "sha256:00"},
+    {"type": "device_diagnostic", "device": "shoe", "code": "PROTOCOL_ERROR",
+     "kind": "bad_crc", "count": 1, "total": 3, "detail": "CRC mismatch"},
 ]
 
 

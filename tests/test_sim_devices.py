@@ -482,3 +482,26 @@ def test_hello_retried_while_its_answer_is_still_coming_changes_nothing() -> Non
     sc.receive(encode(0, Kind.HELLO, {}), 1.0)  # answered already: a new handshake
     frames = [f for f in FrameDecoder().feed(sc.tick(1.5)) if isinstance(f, Frame)]
     assert [(f.seq, Kind(f.type).name) for f in frames] == [(0, "ACK"), (1, "IDENTITY")]
+
+
+def test_events_wait_for_the_answer_to_a_hello() -> None:
+    """A slow scanner answers a retried HELLO as a new one (numbering from 0 again): events
+    queued meanwhile leave after its IDENTITY, never numbered before it."""
+    from simulators.faults import make_fault
+
+    slow = make_fault({"kind": "slow", "device": "scanner", "time": 0, "delay": 0.5,
+                       "seconds": 10.0})
+    sc = Scanner(rng=rng(), faults=[slow])
+    sc.receive(encode(0, Kind.HELLO, {}), 0.0)
+    sc.tick(0.0)
+    assert kinds([f for f in FrameDecoder().feed(sc.tick(0.5)) if isinstance(f, Frame)]) == [
+        "ACK", "IDENTITY"]
+    sc.scan(["AS", "KD"])  # queued (and slowed) before the retry comes
+    sc.tick(0.55)
+    sc.receive(encode(0, Kind.HELLO, {}), 0.6)  # the retry, after the answer went out
+    sent = [f for t in (0.8, 1.06, 1.1, 1.2) for f in FrameDecoder().feed(sc.tick(t))
+            if isinstance(f, Frame)]
+    assert [(f.seq, Kind(f.type).name) for f in sent] == [
+        (0, "ACK"), (1, "IDENTITY"), (2, "SCAN_BEGIN"), (3, "SCAN_CARD"), (4, "SCAN_CARD"),
+        (5, "SCAN_END")]
+

@@ -192,6 +192,7 @@ class _Builder:
         self.day: DayReport | None = None
         self.round: RoundInfo | None = None
         self.time = ""
+        self.header_table: str | None = None
 
     # ------------------------------------------------------------------ days and shoes
 
@@ -213,7 +214,9 @@ class _Builder:
 
     def _current_day(self, rec: LogRecord) -> DayReport:
         if self.day is None:
-            table = rec.record.get("table") or "?"
+            # before the table opens, records name no table: the header's (a runtime's log
+            # has device records first) if there is one
+            table = rec.record.get("table") or self.header_table or "?"
             self.day = self._start_day(str(table), _date_of(self.time))
         return self.day
 
@@ -243,6 +246,7 @@ class _Builder:
             self.replayer.feed(rec)
             if kind == "header":
                 self.time = _time_of(r)
+                self.header_table = r.get("table") if isinstance(r.get("table"), str) else None
             elif kind == "recovery":
                 day = self._current_day(rec)
                 cut = r.get("cut")

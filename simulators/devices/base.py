@@ -139,6 +139,9 @@ class Device:
         self.frames_sent = 0
         self.rx_errors = 0
         self.counters = {"card": 0, "shuffle": 0, "check": 0}
+        #: every card this device reported leaving it (CARD_OUT / DELIVERED), in order:
+        #: its face, or "??" when it was reported unreadable (a foreign card included)
+        self.cards_out: list[str] = []
         #: fault activations, for the host's console notes (drained by the host)
         self.notes: list[dict[str, Any]] = []
 
@@ -176,7 +179,11 @@ class Device:
         while self._control and self._ready(self._control[0], now):
             out += self._transmit(self._control.popleft())
         sent = 0
-        while self._events and (self._hold_until is None or now >= self._hold_until):
+        # events follow the handshake's answer: none leaves before a queued IDENTITY (a slow
+        # device answering a HELLO would otherwise number them before it)
+        answering = any(item.type == Kind.IDENTITY for item in self._control)
+        while (self._events and not answering
+               and (self._hold_until is None or now >= self._hold_until)):
             if limit is not None and sent >= limit:
                 break
             item = self._events[0]
@@ -223,6 +230,9 @@ class Device:
               wire: list[Fault] | None = None, counted: bool | None = None) -> None:
         """Queue an event message (it leaves at a later tick)."""
         self._events.append(_Item("frame", type_, body or {}, list(wire or ())))
+        if type_ in (Kind.CARD_OUT, Kind.DELIVERED):
+            face = (body or {}).get("card")
+            self.cards_out.append(face if isinstance(face, str) else "??")
         if counted if counted is not None else type_ in EVENT_MESSAGES:
             self.events_emitted += 1
 

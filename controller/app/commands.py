@@ -1,0 +1,131 @@
+"""The device commands of the ``shoewarden`` CLI: ``run``, ``bench``, ``sim``, ``ports``.
+
+Registered by :func:`controller.cli.build_parser`; each command's module (and with it the
+drivers, pyserial, pyusb, the simulators) is imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 3600, got {value:g}")
+    return value
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("transitions").setLevel(logging.WARNING)  # a line per state change
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    _logging(args.verbose)
+    from controller.app.run import cmd_run as run
+
+    return run(args)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    _logging(args.verbose)
+    from controller.app.bench import cmd_bench as bench
+
+    return bench(args)
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    from controller.app.sim import cmd_sim as sim
+
+    return sim(args)
+
+
+def cmd_ports(args: argparse.Namespace) -> int:
+    from controller.app.ports import cmd_ports as ports
+
+    return ports(args)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    run = sub.add_parser(
+        "run", help="run a table: its devices, the dealer console, the audit log",
+        description="Run one table with its real devices (config/tables/example.toml) and a "
+        "line-based dealer console on stdin; recovers the day's log after a crash.")
+    run.add_argument("--table", required=True, metavar="FILE", help="the table config (TOML)")
+    run.add_argument("--new-log-reason", metavar="TEXT",
+                     help="start a new log file (new chain) when the day's log does not "
+                     "verify, recording this reason")
+    run.add_argument("--verbose", action="store_true", help="log device notices on stderr")
+    run.set_defaults(func=cmd_run)
+
+    bench = sub.add_parser(
+        "bench", help="run the controller against simulated devices on virtual serial ports",
+        description="Start the simulated table in a child process (ptys + console FIFO), run "
+        "the real drivers and the engine against it, print progress and a summary. Exit 0 "
+        "clean, 1 an unexpected deviation or a lost/doubled card, 2 bad input, 3 the run "
+        "did not complete.")
+    bench.add_argument("--profile", help="profile name or file (default: the scenario's)")
+    bench.add_argument("--shoes", type=_positive,
+                       help="shoes in the day (shuffler and stud profiles: blocks of "
+                       "--rounds-per-block rounds; default 2)")
+    bench.add_argument("--rounds-per-block", type=_positive,
+                       help="rounds per block where there is no shoe (default 20)")
+    bench.add_argument("--seed", type=int, help="seed of the day and the devices (default: "
+                       "the scenario's, else random; printed)")
+    bench.add_argument("--scenario", help="fault scenario: a name in config/scenarios/ or a "
+                       "TOML file")
+    bench.add_argument("--log", metavar="FILE|DIR", help="audit log: a .jsonl file, or a "
+                       "directory (one file per table per day); an existing log of the same "
+                       "day is resumed (default: a new temporary directory)")
+    bench.add_argument("--anchors", metavar="FILE",
+                       help="anchor file (default: anchors.jsonl beside the logs)")
+    bench.add_argument("--pace", type=_seconds, help="seconds between the dealer's steps "
+                       "(default: the scenario's, else 0: as fast as the controller reads)")
+    bench.add_argument("--durability", default="input", choices=("input", "every", "none"),
+                       help="audit log fsync policy (default: after every input event)")
+    bench.add_argument("--stall-timeout", type=_seconds, default=30.0,
+                       help="give up after this many seconds without progress (default 30)")
+    bench.add_argument("--verbose", action="store_true",
+                       help="show the simulator's and the drivers' log on stderr")
+    bench.set_defaults(func=cmd_bench)
+
+    sim = sub.add_parser(
+        "sim", help="run the simulated devices alone and print their port paths",
+        description="The simulated shoe, scanner and shuffler on ptys and the dealer console "
+        "FIFO (python -m simulators.pty_host): prints one JSON line of paths, serves until "
+        "SIGTERM or Ctrl-C.")
+    sim.add_argument("--profile", help="profile name or file (default: the scenario's)")
+    sim.add_argument("--seed", type=int, help="seed of the day and the devices")
+    sim.add_argument("--scenario", help="fault scenario name or TOML file")
+    sim.add_argument("--pace", type=_seconds, help="seconds between the dealer's steps")
+    sim.add_argument("--shoes", type=_positive, help="shoes (blocks) in the day")
+    sim.add_argument("--rounds-per-block", type=_positive, help="rounds per block")
+    sim.add_argument("--link-dir", help="directory for the port symlinks and the console FIFO")
+    sim.add_argument("--exit-after", type=_seconds,
+                     help="exit this many seconds after the day was played")
+    sim.add_argument("--no-wait", action="store_true",
+                     help="play at once, without waiting for HELLO and a console reader")
+    sim.set_defaults(func=cmd_sim)
+
+    ports = sub.add_parser("ports", help="list serial ports and USB devices",
+                           description="Serial ports (device, description, hwid, serial "
+                           "number) and USB devices (vendor:product, serial number).")
+    ports.add_argument("--json", action="store_true", help="one JSON object")
+    ports.set_defaults(func=cmd_ports)

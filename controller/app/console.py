@@ -1,0 +1,191 @@
+"""The dealer console of ``shoewarden run``: one line per command, testable through stdin.
+
+A command is a letter, optionally followed by its values on the same line (``c 120``).
+A required value that is not on the line is asked for on the next line; optional values
+are only taken from the line, so piped input never has a question eat a command.
+
+====  =======================  ===============================================
+key   input event              values
+====  =======================  ===============================================
+o     table_open               [decks] [sabot]  (decks: the config's, else the
+                                                profile's maximum)
+s     shuffle                  (a hand shuffle; a shuffler reports its own)
+c     cut                      offset (asked)
+p     cut_card_placed          [cards behind it]
+l     shoe_loaded
+b     bets_closed              blackjack: boxes in dealing order (asked, e.g.
+                               ``1 3 5``); stud poker: players (asked)
+a     action                   stand | double | split | surrender | accept |
+                               decline (asked)
+n     stub_count               count (asked)
+e     round_end
+r     discards_returned        count (asked)
+d     dealer_change            dealer id (asked)
+x     players_left
+m     card                     a card read by hand, e.g. ``7H`` (asked)
+k     device_ok                device and code of the fault a person dealt with
+                               (asked; ``k shoe JAM``)
+q     table_close
+====  =======================  ===============================================
+
+Also: a line starting with ``{`` is one input event as JSON (docs/events.md); ``?`` (or
+``h``) lists the commands; an empty line shows the state; ``quit`` stops the controller
+without closing the table (the log stays open for the next start).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from controller.events import ACTIONS, Event, EventError, parse_event
+from controller.profiles import Profile
+
+HELP = """commands (values may follow on the same line):
+  o [decks] [sabot]  open the table        s  shuffle (by hand)
+  c OFFSET           cut                   p [BEHIND]  cut card placed
+  l                  shoe loaded           b  bets closed (asks boxes / players)
+  a ACTION           action                n COUNT  stub count (stud poker)
+  e                  round end             r COUNT  discards returned
+  d DEALER           dealer change         x  players left
+  m CARD             a card read by hand   k DEVICE CODE  a fault was dealt with
+  q                  close the table       {json}  any input event
+  (empty line) state    ?  this help       quit  stop the controller (table stays open)"""
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a console line asks for: an event to feed, or one of the console's own."""
+
+    kind: str  # "event" | "clear" | "help" | "status" | "quit" | "error"
+    event: Event | None = None
+    device: str = ""
+    code: str = ""
+    message: str = ""
+
+
+Ask = Callable[[str], "str | None"]
+
+
+class DealerConsole:
+    """Turns console lines into input events for one table."""
+
+    def __init__(self, profile: Profile, table: str, decks: int | None = None,
+                 clock: Callable[[], str] | None = None) -> None:
+        self.profile = profile
+        self.table = table
+        self.decks = decks or profile.decks.max
+        self.clock = clock
+
+    def _event(self, obj: dict[str, Any]) -> Command:
+        if self.clock is not None and "t" not in obj:
+            obj["t"] = self.clock()
+        try:
+            return Command("event", parse_event(obj))
+        except EventError as e:
+            return Command("error", message=f"{obj.get('type')}: {e}")
+
+    def parse(self, line: str, ask: Ask) -> Command:
+        """One console line (``ask(question)`` reads an answer line; None at the end)."""
+        text = line.strip()
+        if not text:
+            return Command("status")
+        if text.startswith("{"):
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as e:
+                return Command("error", message=f"not valid JSON: {e.msg}")
+            if not isinstance(obj, dict):
+                return Command("error", message="expected a JSON object")
+            return self._event(obj)
+        word, *args = text.split()
+        word = word.lower()
+        if word in ("?", "h", "help"):
+            return Command("help", message=HELP)
+        if word == "quit":
+            return Command("quit")
+
+        def value(question: str) -> str | None:
+            if args:
+                return " ".join(args)
+            answer = ask(question)
+            return None if answer is None else answer.strip()
+
+        def number(question: str) -> int | None:
+            raw = value(question)
+            if raw is None or not raw.lstrip("-").isdigit():
+                return None
+            return int(raw)
+
+        simple = {"s": "shuffle", "l": "shoe_loaded", "e": "round_end", "x": "players_left",
+                  "q": "table_close"}
+        if word in simple:
+            return self._event({"type": simple[word]})
+        if word == "o":
+            decks = int(args[0]) if args and args[0].isdigit() else self.decks
+            obj: dict[str, Any] = {"type": "table_open", "table": self.table, "decks": decks}
+            if len(args) > 1:
+                obj["sabot"] = args[1]
+            return self._event(obj)
+        if word == "c":
+            offset = number("cut offset (cards lifted off the top)? ")
+            if offset is None:
+                return Command("error", message="cut: an offset is needed, e.g. c 120")
+            return self._event({"type": "cut", "offset": offset})
+        if word == "p":
+            obj = {"type": "cut_card_placed"}
+            if args:
+                if not args[0].isdigit():
+                    return Command("error", message="cut card: BEHIND is a number of cards")
+                obj["behind"] = int(args[0])
+            return self._event(obj)
+        if word == "b":
+            return self._bets(args, ask)
+        if word == "a":
+            action = value(f"action ({', '.join(ACTIONS)})? ")
+            if not action:
+                return Command("error", message="action: which one?")
+            return self._event({"type": "action", "action": action.lower()})
+        if word in ("n", "r"):
+            kind = "stub_count" if word == "n" else "discards_returned"
+            count = number("count? ")
+            if count is None:
+                return Command("error", message=f"{kind}: a count is needed")
+            return self._event({"type": kind, "count": count})
+        if word == "d":
+            dealer = value("dealer id? ")
+            if not dealer:
+                return Command("error", message="dealer change: a dealer id is needed")
+            return self._event({"type": "dealer_change", "dealer": dealer})
+        if word == "m":
+            card = value("card (e.g. 7H)? ")
+            if not card:
+                return Command("error", message="card: which card?")
+            return self._event({"type": "card", "card": card})
+        if word == "k":
+            raw = value("which fault was dealt with (DEVICE CODE)? ")
+            parts = (raw or "").replace(":", " ").split()
+            if len(parts) != 2:
+                return Command("error", message="fault cleared: give DEVICE CODE, e.g. k shoe JAM")
+            return Command("clear", device=parts[0], code=parts[1].upper())
+        return Command("error", message=f"unknown command {word!r} (? lists them)")
+
+    def _bets(self, args: list[str], ask: Ask) -> Command:
+        game = self.profile.game
+        obj: dict[str, Any] = {"type": "bets_closed"}
+        if game == "blackjack":
+            raw = " ".join(args) if args else (ask("boxes in dealing order (e.g. 1 3 5)? ")
+                                              or "")
+            boxes = raw.replace(",", " ").split()
+            if not all(b.isdigit() for b in boxes):
+                return Command("error", message="bets closed: boxes are numbers, e.g. b 1 3 5")
+            if boxes:
+                obj["boxes"] = [int(b) for b in boxes]
+        elif game == "stud-poker":
+            raw = args[0] if args else (ask("players with a bet? ") or "")
+            if not raw.strip().isdigit():
+                return Command("error", message="bets closed: how many players? e.g. b 4")
+            obj["players"] = int(raw)
+        return self._event(obj)

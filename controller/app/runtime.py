@@ -1,0 +1,489 @@
+"""The table runtime: one event queue, one engine thread that owns the session and the log.
+
+::
+
+    device reader threads ─ bytes ─▶ driver inbox ─ wake ─▶ DEVICE THREAD (polls) ─┐
+    console channel thread ─ JSON line (bench) ────────────────────────────────────┤
+    dealer console thread ─ input event (run) ─────────────────────────────────────┼─▶ queue
+    other threads: stop, show the state ───────────────────────────────────────────┘    │
+                                                                  ENGINE THREAD ◀─────┘
+
+The **device thread** is the only one that calls ``driver.poll()`` (the drivers' reader
+threads only queue bytes and wake it): links are served at once — acknowledgements,
+resend requests, heartbeats — however far the engine is behind, and what the drivers make
+is posted to the queue. The **engine thread** (the owner) is the only one that touches
+the engine and the audit log, and the only one that shows outputs. For each input event
+it calls :meth:`TableSession.feed <controller.session.TableSession.feed>`, which writes
+the input to the audit log first (write-ahead: fsynced under the default durability) and
+its outputs after; only then is ``on_fed`` called to show them. So nothing is shown that
+is not already in the log.
+
+What the drivers make goes through a **sequencer** before it is fed: for real devices
+(:class:`DirectSequencer`) events are fed as they come; the bench orders them against the
+simulated dealer's console with the pty host's ``ConsoleMerger``. Events a device message
+caused are *counted*; a driver's own link events (``SILENT``, ``NO_ACK``, ``LOST_FRAMES``,
+``DISCONNECTED``, ``IO_ERROR``, ``DEVICE_IDENTITY`` and their ``device_ok``) and
+diagnostics are not (:func:`counted_flags`).
+
+Diagnostics become inputs too: ``PROTOCOL_ERROR``, ``DEVICE_IDENTITY``, ``NAK`` and
+``DRIVER_ERROR`` as ``device_diagnostic`` events (the engine raises the ``PROTOCOL_ERROR``
+and ``DEVICE_IDENTITY`` deviations), an identified device as ``device_connected`` (driver,
+port, identity). Other notices go to the text log (logger ``shoewarden.runtime``).
+
+Neither thread dies silently: any exception (the device thread's is handed to the engine
+thread) is logged with its traceback, fed as ``device_fault`` ``controller`` /
+``CONTROLLER_ERROR`` (so the log says why the table stopped, and a restart begins in
+``device_fault`` until a person clears it), kept in :attr:`TableRuntime.error`, and the
+runtime stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from controller.events import DeckCheck, DeviceFault, DeviceOk, Event, EventError, parse_event
+from controller.outputs import Output
+from controller.session import TableSession
+from drivers.base import (
+    DEVICE_IDENTITY,
+    DISCONNECTED,
+    DRIVER_ERROR,
+    IO_ERROR,
+    NAK,
+    NOTICE,
+    PROTOCOL_ERROR,
+    UNREADABLE_CARD,
+    DeviceDiagnostic,
+    DeviceDriver,
+    utc_now,
+)
+from drivers.base import Output as DriverOutput
+from drivers.link import LOST_FRAMES, NO_ACK, SILENT
+from drivers.supervisor import Backoff, Supervisor
+
+log = logging.getLogger("shoewarden.runtime")
+
+CONTROLLER = "controller"
+CONTROLLER_ERROR = "CONTROLLER_ERROR"
+LINK_CODES = frozenset({SILENT, NO_ACK, LOST_FRAMES, DISCONNECTED, IO_ERROR, DEVICE_IDENTITY})
+"""``device_fault`` codes a driver raises about its link (not caused by a device message)."""
+LOGGED_DIAGNOSTICS = frozenset({PROTOCOL_ERROR, DEVICE_IDENTITY, NAK, DRIVER_ERROR})
+"""Diagnostics written to the audit log as ``device_diagnostic`` inputs."""
+
+FedCallback = Callable[[Event, list[Output], "int | None"], None]
+
+
+def counted_flags(outputs: Sequence[DriverOutput]) -> list[bool]:
+    """For one ``poll``'s outputs: was each an input event a device message caused?
+
+    Not counted: diagnostics; link faults and their ``device_ok`` (:data:`LINK_CODES`);
+    ``device_ok`` ``SHOE_EMPTY`` (cleared by the next card, which is counted itself); an
+    ``UNREADABLE_CARD`` that comes with a deck check (the deck check is the message's
+    event). docs/devices.md, "The console channel and its ordering guarantee".
+    """
+    flags: list[bool] = []
+    for i, o in enumerate(outputs):
+        if not isinstance(o, Event):
+            flags.append(False)
+        elif isinstance(o, DeviceFault | DeviceOk):
+            nxt = outputs[i + 1] if i + 1 < len(outputs) else None
+            flags.append(not (
+                o.code in LINK_CODES
+                or (isinstance(o, DeviceOk) and o.code == "SHOE_EMPTY")
+                or (isinstance(o, DeviceFault) and o.code == UNREADABLE_CARD
+                    and isinstance(nxt, DeckCheck))))
+        else:
+            flags.append(True)
+    return flags
+
+
+class Sequencer(Protocol):
+    """Orders what the devices (and a simulated dealer's console) produce before it is fed."""
+
+    @property
+    def ended(self) -> bool: ...
+
+    def console_line(self, line: dict[str, Any]) -> None: ...
+
+    def device_event(self, device: str, event: dict[str, Any], counted: bool = True) -> None: ...
+
+    def abandon(self, device: str) -> None: ...
+
+    def ready(self) -> list[tuple[dict[str, Any], int | None]]:
+        """Events to feed now, in order, each with the ``line`` to log it with (or None)."""
+        ...
+
+
+class DirectSequencer:
+    """Real devices: every event is fed as it comes (each device is in order by itself)."""
+
+    ended = False
+
+    def __init__(self) -> None:
+        self._out: list[tuple[dict[str, Any], int | None]] = []
+
+    def console_line(self, line: dict[str, Any]) -> None:
+        """There is no console channel with real devices: the dealer posts input events."""
+
+    def device_event(self, device: str, event: dict[str, Any], counted: bool = True) -> None:
+        self._out.append((event, None))
+
+    def abandon(self, device: str) -> None:
+        """Nothing waits for a device here."""
+
+    def ready(self) -> list[tuple[dict[str, Any], int | None]]:
+        out, self._out = self._out, []
+        return out
+
+
+@dataclass
+class DeviceSlot:
+    """One device: its driver, the supervisor that keeps it connected, its registry name."""
+
+    name: str
+    driver: DeviceDriver
+    supervisor: Supervisor
+    driver_name: str
+    connects: int = 0
+
+
+@dataclass
+class RuntimeStats:
+    """What happened on the devices in this run (the summary's device lines)."""
+
+    fed: int = 0
+    connects: Counter[str] = field(default_factory=Counter)
+    reconnects: Counter[str] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)  # "device:CODE"
+    protocol_errors: Counter[str] = field(default_factory=Counter)  # "device kind" -> count
+    diagnostics: Counter[str] = field(default_factory=Counter)  # "device CODE"
+    bad_events: int = 0
+    last_progress: float = 0.0
+
+
+def port_of(driver: DeviceDriver) -> str | None:
+    """Where the device is: the serial path actually opened (a symlink resolved, so a pty
+    shows as ``/dev/pts/N``), a pyserial URL, or ``usb:VID:PID[ serial S]``."""
+    transport = getattr(driver, "transport", None)
+    if transport is None:
+        return None
+    current = getattr(transport, "current", None) or getattr(transport, "url", None)
+    if isinstance(current, str) and current:
+        return os.path.realpath(current) if current.startswith("/") else current
+    vendor, product = getattr(transport, "vendor", None), getattr(transport, "product", None)
+    if isinstance(vendor, int) and isinstance(product, int):
+        serial = getattr(transport, "serial", None)
+        return f"usb:{vendor:04x}:{product:04x}" + (f" serial {serial}" if serial else "")
+    return None
+
+
+class DeviceThreadError(RuntimeError):
+    """The device thread failed (its exception is the cause); the engine thread stops on it."""
+
+
+class TableRuntime:
+    """Runs one table: devices, a sequencer and a session.
+
+    Two threads: the **device thread** owns the drivers (each under a :class:`Supervisor`
+    that reconnects it): woken by the drivers' reader threads, it polls them at once — so
+    acknowledgements, resend requests and heartbeats never wait for the log — and posts
+    what they made to the queue. The **engine thread** owns the session: it consumes the
+    queue (device outputs, console lines, dealer inputs), sequences, feeds
+    :meth:`TableSession.feed` and calls ``on_fed``.
+
+    ``devices`` maps device names to drivers; ``driver_names`` their registry names (for
+    ``device_connected``); ``restore_faults`` the fault codes the recovered engine still
+    has open per device (given to the drivers so their clearing is forwarded);
+    ``on_fed(event, outputs, line)`` is called in the engine thread after each input is
+    logged; ``stop_when()`` is checked after every round of work (the bench stops when the
+    simulated day has ended).
+    """
+
+    def __init__(self, session: TableSession, *,
+                 devices: Mapping[str, DeviceDriver] | None = None,
+                 driver_names: Mapping[str, str] | None = None,
+                 sequencer: Sequencer | None = None,
+                 on_fed: FedCallback | None = None,
+                 stop_when: Callable[[], bool] | None = None,
+                 restore_faults: Mapping[str, Iterable[str]] | None = None,
+                 backoff: Backoff | None = None, tick: float = 0.02,
+                 clock: Callable[[], float] = time.monotonic,
+                 utc: Callable[[], str] = utc_now) -> None:
+        self.session = session
+        self.sequencer: Sequencer = sequencer if sequencer is not None else DirectSequencer()
+        self.on_fed = on_fed
+        self.stop_when = stop_when
+        self.tick = tick
+        self.clock = clock
+        self.utc = utc
+        self.stats = RuntimeStats(last_progress=clock())
+        self.slots: dict[str, DeviceSlot] = {}
+        names = driver_names or {}
+        for name, driver in (devices or {}).items():
+            sup = Supervisor(driver, backoff=backoff, clock=clock)  # type: ignore[arg-type]
+            self.slots[name] = DeviceSlot(name, driver, sup, names.get(name, type(driver).__name__))
+        self._restore = {k: tuple(v) for k, v in (restore_faults or {}).items()}
+        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._done = threading.Event()
+        self._devices_thread: threading.Thread | None = None
+        self._devices_wake = threading.Event()
+        self._devices_stop = threading.Event()
+        self._devices_requests: queue.SimpleQueue[
+            tuple[str, str, queue.SimpleQueue[list[Any]]]] = queue.SimpleQueue()
+        self.error: str | None = None
+        self.stop_reason: str | None = None
+
+    # ------------------------------------------------------------------ any thread
+
+    def post_event(self, event: Event | dict[str, Any], line: int | None = None) -> None:
+        """An input from the dealer console (fed in arrival order, not sequenced)."""
+        self._queue.put(("event", (event, line)))
+
+    def post_console(self, line: dict[str, Any]) -> None:
+        """A line of a simulated dealer's console channel (for the sequencer)."""
+        self._queue.put(("console", line))
+
+    def clear_fault(self, device: str, code: str) -> None:
+        """A person dealt with a fault: the driver's ``device_ok`` (or, for a fault no driver
+        holds — one from before a restart, the controller's own — a ``device_ok`` directly),
+        fed in order with the dealer's other inputs."""
+        self._queue.put(("clear", (device, code)))
+
+    def post_call(self, fn: Callable[[], None]) -> None:
+        """Run ``fn()`` in the engine thread (to read the engine's state safely, e.g. to show
+        it); an exception from it stops the runtime like any other."""
+        self._queue.put(("call", fn))
+
+    def request_stop(self, reason: str = "stop requested") -> None:
+        """Stop after everything posted before this has been handled."""
+        self._queue.put(("stop", reason))
+
+    def start(self) -> TableRuntime:
+        self._thread = threading.Thread(target=self._main, name="shoewarden-engine",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the engine thread to end; True if it has."""
+        return self._done.wait(timeout)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def run(self) -> None:
+        """Run the engine loop in the calling thread (it becomes the engine thread)."""
+        self._main()
+
+    # ------------------------------------------------------------------ device thread
+
+    def _devices_main(self) -> None:
+        """Poll the drivers whenever a reader thread queued something (else every ``tick``,
+        for the link timers) and post what they made; never die silently."""
+        try:
+            now = self.clock()
+            for slot in self.slots.values():
+                slot.driver.wakeup = self._devices_wake.set  # type: ignore[attr-defined]
+                restore = self._restore.get(slot.name, ())
+                if restore:
+                    slot.driver.restore_faults(restore)
+                self._post_outputs(slot, slot.supervisor.start(now))
+            while not self._devices_stop.is_set():
+                self._devices_wake.wait(self.tick)
+                self._devices_wake.clear()
+                while True:
+                    try:
+                        device, code, answer = self._devices_requests.get_nowait()
+                    except queue.Empty:
+                        break
+                    answer.put(self._clear(device, code))
+                now = self.clock()
+                for slot in self.slots.values():
+                    self._post_outputs(slot, slot.supervisor.poll(now))
+        except BaseException as exc:
+            log.critical("the device thread stopped on an error", exc_info=exc)
+            self._queue.put(("error", exc))
+        finally:
+            for slot in self.slots.values():
+                try:
+                    slot.supervisor.stop()
+                except Exception:
+                    log.exception("%s: error while closing", slot.name)
+
+    def _post_outputs(self, slot: DeviceSlot, outputs: list[DriverOutput]) -> None:
+        if outputs:
+            self._queue.put(("device", (slot, outputs)))
+
+    def _clear(self, device: str, code: str) -> list[Any]:
+        """Device thread: the ``device_ok`` for a fault a person dealt with."""
+        slot = self.slots.get(device)
+        outs: list[Any] = []
+        if slot is not None and code in slot.driver.open_faults:
+            outs = slot.driver.clear_fault(code)
+        return outs or [DeviceOk(device=device, code=code, detail="cleared by a person",
+                                 t=self.utc())]
+
+    # ------------------------------------------------------------------ engine thread
+
+    def _main(self) -> None:
+        try:
+            if self.slots:
+                self._devices_thread = threading.Thread(
+                    target=self._devices_main, name="shoewarden-devices", daemon=True)
+                self._devices_thread.start()
+            while True:
+                stop = False
+                try:
+                    item: tuple[str, Any] | None = self._queue.get(timeout=self.tick)
+                except queue.Empty:
+                    item = None
+                while item is not None and not stop:
+                    stop = self._handle(item)
+                    if not stop:
+                        try:
+                            item = self._queue.get_nowait()
+                        except queue.Empty:
+                            item = None
+                self._release()
+                if stop or (self.stop_when is not None and self.stop_when()):
+                    break
+        except BaseException as exc:  # never die silently
+            self._fail(exc)
+        finally:
+            self._devices_stop.set()
+            self._devices_wake.set()
+            if self._devices_thread is not None:
+                self._devices_thread.join(10)
+            self._done.set()
+
+    def _handle(self, item: tuple[str, Any]) -> bool:
+        kind, payload = item
+        if kind == "device":
+            slot, outputs = payload
+            self._route(slot, outputs)
+            self._release()
+        elif kind == "event":
+            self._release()
+            event, line = payload
+            self._feed(event, line)
+        elif kind == "console":
+            self.sequencer.console_line(payload)
+            self._release()
+        elif kind == "clear":
+            self._release()
+            device, code = payload
+            if self._devices_thread is not None and self._devices_thread.is_alive():
+                answer: queue.SimpleQueue[list[Any]] = queue.SimpleQueue()
+                self._devices_requests.put((device, code, answer))
+                self._devices_wake.set()
+                try:
+                    outs = answer.get(timeout=10)
+                except queue.Empty:
+                    raise DeviceThreadError("the device thread did not answer") from None
+            else:
+                outs = self._clear(device, code)
+            for ev in outs:  # a person's act: in order with the dealer's inputs
+                self._feed(ev, None)
+        elif kind == "call":
+            self._release()
+            payload()
+        elif kind == "error":
+            raise DeviceThreadError(f"the device thread failed: {payload!r}") from payload
+        elif kind == "stop":
+            self.stop_reason = str(payload)
+            return True
+        return False
+
+    def _route(self, slot: DeviceSlot, outputs: list[DriverOutput]) -> None:
+        for o, counted in zip(outputs, counted_flags(outputs), strict=True):
+            if isinstance(o, DeviceDiagnostic):
+                self._diagnostic(slot, o)
+                continue
+            if isinstance(o, DeviceFault):
+                self.stats.faults[f"{slot.name}:{o.code}"] += 1
+            self.sequencer.device_event(slot.name, o.to_record(), counted)
+
+    def _diagnostic(self, slot: DeviceSlot, d: DeviceDiagnostic) -> None:
+        log.log(d.level, "%s: %s %s %s", slot.name, d.code, d.kind,
+                d.detail or (dict(d.data) if d.data else ""))
+        if d.code == NOTICE and d.kind == "IDENTIFIED":
+            slot.connects += 1
+            self.stats.connects[slot.name] += 1
+            if slot.connects > 1:
+                self.stats.reconnects[slot.name] += 1
+            data = dict(d.data or {})
+            ev: dict[str, Any] = {"type": "device_connected", "device": slot.name,
+                                  "driver": slot.driver_name, "port": port_of(slot.driver)}
+            for key in ("kind", "model", "serial", "firmware", "firmware_hash"):
+                if isinstance(data.get(key), str) and data[key]:
+                    ev[key] = data[key]
+            if d.t:
+                ev["t"] = d.t
+            self.sequencer.device_event(slot.name, {k: v for k, v in ev.items()
+                                                    if v is not None}, False)
+            return
+        if d.code not in LOGGED_DIAGNOSTICS:
+            return
+        self.stats.diagnostics[f"{slot.name} {d.code}"] += 1
+        if d.code == PROTOCOL_ERROR:
+            self.stats.protocol_errors[f"{slot.name} {d.kind}"] += 1
+        ev = {"type": "device_diagnostic", "device": slot.name, "code": d.code}
+        if d.kind:
+            ev["kind"] = d.kind
+        if d.code == PROTOCOL_ERROR:
+            ev["count"], ev["total"] = max(d.count, 0), max(d.total, 0)
+        if d.detail:
+            ev["detail"] = d.detail[:300]
+        if d.t:
+            ev["t"] = d.t
+        self.sequencer.device_event(slot.name, ev, False)
+        if d.code == DEVICE_IDENTITY:
+            self.sequencer.abandon(slot.name)  # what it would have sent will never come
+
+    def _release(self) -> None:
+        for event, line in self.sequencer.ready():
+            self._feed(event, line)
+
+    def _feed(self, event: Event | dict[str, Any], line: int | None) -> None:
+        if not isinstance(event, Event):
+            try:
+                event = parse_event(event)
+            except EventError as e:
+                self.stats.bad_events += 1
+                log.error("not an input event, dropped: %s: %r", e, event)
+                return
+        outputs = self.session.feed(event, line=line)
+        self.stats.fed += 1
+        self.stats.last_progress = self.clock()
+        if self.on_fed is not None:
+            self.on_fed(event, outputs, line)
+
+    def _fail(self, exc: BaseException) -> None:
+        self.error = f"{type(exc).__name__}: {exc}"
+        log.critical("the engine thread stopped on an error: %s", self.error, exc_info=exc)
+        try:
+            event = DeviceFault(device=CONTROLLER, code=CONTROLLER_ERROR,
+                                detail=f"the controller stopped: {self.error}"[:300], t=self.utc())
+            outputs = self.session.feed(event)
+        except Exception:
+            log.exception("the controller error could not be logged")
+            return
+        if self.on_fed is not None:
+            try:
+                self.on_fed(event, outputs, None)
+            except Exception:
+                log.exception("the controller error could not be shown")

@@ -1,0 +1,235 @@
+"""``shoewarden bench``, ``sim`` and ``ports``: the controller's real drivers against the
+simulated table in a child process.
+
+Every profile's day completes with zero deviations and the card check holds (each card
+the simulated devices reported is in the audit log once); every bundled scenario meets
+its ``expect`` and completes with the card check holding; the log verifies and replays.
+No timed assertions: timeouts only bound the waiting.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.app.bench import (
+    EXIT_BAD_INPUT,
+    EXIT_DEVIATION,
+    EXIT_OK,
+    BenchError,
+    BenchOptions,
+    BenchResult,
+    BenchSequencer,
+    print_summary,
+    read_log_facts,
+    run_bench,
+)
+from controller.app.ports import print_ports
+from controller.audit import verify_file
+from controller.audit.replay import replay
+from controller.profiles import load_profile, profile_names
+from simulators.scenario import load_scenario, scenario_names
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def bench(tmp_path: Path, **kw: object) -> tuple[BenchResult, str]:
+    out = io.StringIO()
+    opts = BenchOptions(log=str(tmp_path / "logs"), **kw)  # type: ignore[arg-type]
+    result = run_bench(opts, out)
+    print_summary(result, out)
+    return result, out.getvalue()
+
+
+def log_is_sound(result: BenchResult) -> None:
+    assert result.log is not None
+    checked = verify_file(result.log)
+    assert checked.ok, checked
+    replayed = replay([result.log])
+    assert not replayed.differences, replayed.differences[:3]
+
+
+@pytest.mark.parametrize("profile", profile_names())
+def test_every_profile_bench_completes_with_zero_deviations(profile: str,
+                                                            tmp_path: Path) -> None:
+    p = load_profile(profile)
+    small = p.shuffler_mode or p.shuffle.every_round  # blocks of rounds: keep them short
+    result, out = bench(tmp_path, profile=profile, shoes=1, seed=3, pace=0.0,
+                        rounds_per_block=8 if small else None)
+    assert result.code == EXIT_OK, out
+    assert result.failure is None and result.facts is not None
+    assert not result.facts.deviations, out
+    assert result.card_check is True and result.sim_cards
+    assert result.cards == len(result.sim_cards) == len(result.facts.cards)
+    assert result.facts.scripted == list(range(1, len(result.facts.scripted) + 1))
+    assert "card check:" in out and "no card lost or counted twice" in out
+    log_is_sound(result)
+    # the log names each device, its driver, its port (the pty) and its identity
+    connected = [json.loads(line)["event"] for line in result.log.read_text().splitlines()
+                 if '"type":"device_connected"' in line and '"kind":"input"' in line]
+    assert {c["device"] for c in connected} == ({"scanner", "shuffler"} if p.shuffler_mode
+                                               else {"shoe", "scanner", "shuffler"})
+    assert all(c["port"].startswith("/dev/pts/") and c["serial"] and c["driver"].startswith(
+        "swp-") for c in connected)
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_every_bundled_scenario_meets_its_expect(name: str, tmp_path: Path) -> None:
+    sc = load_scenario(name)
+    result, out = bench(tmp_path, scenario=name)
+    assert result.code == EXIT_OK, out
+    assert result.facts is not None
+    assert set(result.facts.deviations) <= set(sc.expect), out
+    assert result.card_check is True, out  # no card lost or counted twice
+    log_is_sound(result)
+    if not any(f.time is not None for f in sc.faults) and sc.expect:
+        # faults on cards and dealer mistakes: the expected deviations do occur
+        assert set(result.facts.deviations) == set(sc.expect), out
+
+
+def test_an_unexpected_deviation_fails_the_bench(tmp_path: Path) -> None:
+    sc = tmp_path / "short-burn.toml"
+    sc.write_text('name = "short-burn"\nexpect = []\nprofile = "gr-blackjack"\nseed = 4\n'
+                  '[plan]\nshoes = 1\n[[mistake]]\nkind = "burn_four"\n')
+    result, _ = bench(tmp_path, scenario=str(sc))
+    assert result.code == EXIT_DEVIATION and result.unexpected == ["BURN_COUNT"]
+    assert result.card_check is True
+
+
+def test_bench_command_line(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "controller", "bench", "--profile",
+                          "gr-stud-poker", "--shoes", "1", "--rounds-per-block", "3", "--seed",
+                          "2", "--log", str(tmp_path / "one.jsonl")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == EXIT_OK, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("bench: profile gr-stud-poker, seed 2")
+    assert "block 1 (shuffles 1-3): 3 round(s)" in run.stdout  # a line per block
+    assert "result: OK" in run.stdout and "Traceback" not in run.stderr
+    assert (tmp_path / "one.jsonl").is_file() and (tmp_path / "anchors.jsonl").is_file()
+    # a second run on the finished log resumes it: nothing left to feed, the check holds
+    again = subprocess.run([sys.executable, "-m", "controller", "bench", "--profile",
+                            "gr-stud-poker", "--shoes", "1", "--rounds-per-block", "3",
+                            "--seed", "2", "--log", str(tmp_path / "one.jsonl")],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert again.returncode == EXIT_OK, again.stdout + again.stderr
+    assert "resuming one.jsonl" in again.stdout and "no card lost" in again.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--profile", "no-such-profile"], "no-such-profile"),
+    (["--scenario", "no-such-scenario"], "no scenario named 'no-such-scenario'"),
+    (["--profile", "gr-chemin-de-fer", "--scenario", "dealer-mistakes"],
+     "mistake[1].kind: profile gr-chemin-de-fer burns no cards"),
+    (["--profile", "gr-blackjack", "--shoes", "0"], "must be at least 1"),
+])
+def test_bench_bad_input_is_one_line_no_traceback(args: list[str], message: str) -> None:
+    run = subprocess.run([sys.executable, "-m", "controller", "bench", *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == EXIT_BAD_INPUT
+    assert message in run.stderr and "Traceback" not in run.stderr
+
+
+def test_bench_refuses_a_log_of_another_day(tmp_path: Path) -> None:
+    result, out = bench(tmp_path, profile="gr-stud-poker", shoes=1, rounds_per_block=2, seed=1)
+    assert result.code == EXIT_OK, out
+    with pytest.raises(BenchError, match=r"holds another bench day .*seed is 1, not 2"):
+        bench(tmp_path, profile="gr-stud-poker", shoes=1, rounds_per_block=2, seed=2)
+
+
+def test_bench_facts_count_unreadable_cards_as_cards(tmp_path: Path) -> None:
+    """The stud-foreign-card scenario: a foreign card and an unreadable one; the card check
+    counts the unreadable card (logged as UNREADABLE_CARD) and the foreign card."""
+    result, _ = bench(tmp_path, scenario="stud-foreign-card")
+    assert result.facts is not None and result.sim_cards is not None
+    assert "??" in result.sim_cards and result.facts.cards.count("??") == 1
+    assert len(result.sim_cards) == result.cards + 1  # the unreadable card is not a `card`
+    assert read_log_facts(result.log, "shoe").cards == result.sim_cards  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- the sequencer
+
+
+def test_bench_sequencer_numbers_scripted_events_and_skips_the_durable_ones() -> None:
+    seq = BenchSequencer(skip=2)
+    seq.console_line({"n": 0, "step": 0, "after": {"shoe": 0},
+                      "event": {"type": "table_open", "table": "T1", "decks": 1,
+                                "t": "2026-11-21T10:00:00Z"}})
+    assert seq.ready() == []  # scripted input 1: already in the log
+    seq.console_line({"n": 1, "step": 1, "after": {"shoe": 1}, "device": "shoe",
+                      "attach": {"t": "2026-11-21T10:00:05Z"}})
+    seq.device_event("shoe", {"type": "device_fault", "device": "shoe", "code": "SILENT",
+                              "t": "2026-11-21T17:00:00.000Z"}, counted=False)
+    # a live event is fed at once, unnumbered, on the dealer's clock
+    assert seq.ready() == [({"type": "device_fault", "device": "shoe", "code": "SILENT",
+                             "t": "2026-11-21T10:00:00Z"}, None)]
+    seq.device_event("shoe", {"type": "card", "card": "AS", "t": "2026-11-21T17:00:01.000Z"})
+    seq.console_line({"n": 2, "step": 2, "after": {"shoe": 1},
+                      "event": {"type": "round_end", "t": "2026-11-21T10:00:09Z"}})
+    seq.console_line({"n": 3, "after": {"shoe": 1}, "end": True, "cards": {"shoe": ["AS"]}})
+    # the card (scripted 2, with the attached time) is skipped; round_end is number 3
+    assert seq.ready() == [({"type": "round_end", "t": "2026-11-21T10:00:09Z"}, 3)]
+    assert seq.ordinal == 3 and seq.ended and seq.cards == {"shoe": ["AS"]}
+    assert seq.last_t == "2026-11-21T10:00:09Z"
+
+
+# --------------------------------------------------------------------------- sim and ports
+
+
+def test_sim_prints_its_ports_and_stops_on_sigterm() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "controller", "sim", "--profile",
+                             "gr-stud-poker", "--seed", "1", "--shoes", "1"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        ports = json.loads(proc.stdout.readline())
+        assert set(ports) == {"shoe", "scanner", "shuffler", "console"}
+        assert all(os.path.realpath(ports[d]).startswith("/dev/pts/")
+                   for d in ("shoe", "scanner", "shuffler"))
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert not any(os.path.exists(p) for p in ports.values())
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_ports_without_a_usb_backend_is_one_line_no_traceback() -> None:
+    run = subprocess.run([sys.executable, "-m", "controller", "ports"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "Traceback" not in run.stderr
+    assert run.stdout.startswith("serial ports (")
+    usb_lines = [line for line in run.stdout.splitlines() if line.startswith("usb devices")]
+    assert len(usb_lines) == 1
+    run = subprocess.run([sys.executable, "-m", "controller", "ports", "--json"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert set(json.loads(run.stdout)) == {"serial", "usb", "usb_error"}
+
+
+def test_ports_lists_serial_ports_and_usb_devices() -> None:
+    from simulators.devices import ContinuousShuffler
+    from simulators.usb_backend import SimBackend
+
+    class Port:
+        device, description, hwid, serial_number = ("/dev/ttyUSB0", "FT232R USB UART",
+                                                    "USB VID:PID=0403:6001 SER=A10K3F",
+                                                    "A10K3F")
+
+    out = io.StringIO()
+    print_ports(out, backend=SimBackend(ContinuousShuffler()), comports=lambda: [Port()])
+    text = out.getvalue()
+    assert "/dev/ttyUSB0  FT232R USB UART  hwid USB VID:PID=0403:6001 SER=A10K3F  serial " \
+           "A10K3F" in text
+    assert "usb devices (1):" in text and "1209:5357" in text and "CS000001" in text
+    out = io.StringIO()
+    print_ports(out, comports=lambda: [], backend=None)  # this machine: maybe no libusb
+    assert out.getvalue().startswith("serial ports (0):")
