@@ -234,3 +234,24 @@ def test_restored_faults_are_given_back_to_the_driver(code: str) -> None:
         assert t.runtime.wait(10)
     # a link fault is cleared by the handshake; a jam stays until the device says so
     assert (code in t.driver.open_faults) == (code == "JAM")
+
+
+def test_a_failing_device_thread_stops_the_runtime_with_a_clear_message() -> None:
+    t = Table(tick=0.02)
+    calls = {"n": 0}
+    plain = t.runtime.slots["shoe"].supervisor.poll
+
+    def poll(now: float | None = None) -> list[Any]:
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise OSError("the USB hub browned out")
+        return plain(now)
+
+    t.runtime.slots["shoe"].supervisor.poll = poll  # type: ignore[method-assign]
+    t.runtime.start()
+    assert t.runtime.wait(10)
+    assert t.runtime.error is not None and "the device thread failed" in t.runtime.error
+    assert "USB hub browned out" in t.runtime.error
+    last = [r for r in records(t.stream) if r["kind"] == "input"][-1]["event"]
+    assert (last["device"], last["code"]) == (CONTROLLER, CONTROLLER_ERROR)
+    assert t.driver.state == "closed"  # the device thread closed its drivers on the way out
