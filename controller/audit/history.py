@@ -41,16 +41,27 @@ class Opening:
         return {"date": self.date or None, "sabot": self.sabot}
 
 
+def utc_date(text: str) -> str | None:
+    """The UTC date (YYYY-MM-DD) of an ISO-8601 time, or None if it is not one.
+
+    The same reading as ``controller.events.parse_time`` (naive = UTC); kept here in the
+    standard library because this module is part of the engine-free audit core.
+    """
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.UTC)
+    return when.date().isoformat()
+
+
 def _date_of(event: dict[str, Any], record: dict[str, Any], path: Path) -> str:
     t = event.get("t")
     if isinstance(t, str) and len(t) >= 10:
-        try:
-            when = dt.datetime.fromisoformat(t.replace("Z", "+00:00").replace("z", "+00:00"))
-            if when.tzinfo is not None:
-                when = when.astimezone(dt.UTC)
-            return when.date().isoformat()
-        except ValueError:
-            pass
+        date = utc_date(t)
+        if date is not None:
+            return date
     parsed = parse_log_name(path.name)
     if parsed is not None:
         return parsed.date.isoformat()

@@ -20,7 +20,6 @@ history) is added as ``SABOT_ROTATION`` with source ``report``.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.audit.history import DEFAULT_K, Opening, history_for, openings_in
+from controller.audit.history import DEFAULT_K, Opening, history_for, openings_in, utc_date
 from controller.audit.records import LogReader, LogRecord
 from controller.audit.replay import Replayer
 from controller.deviations import CATALOG
@@ -166,13 +165,7 @@ def _time_of(record: dict[str, Any], event: dict[str, Any] | None = None) -> str
 
 
 def _date_of(time: str) -> str:
-    try:
-        when = dt.datetime.fromisoformat(time.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return time[:10]
-    if when.tzinfo is not None:
-        when = when.astimezone(dt.UTC)
-    return when.date().isoformat()
+    return utc_date(time) or time[:10]
 
 
 def clock(time: str | None) -> str:

@@ -8,7 +8,6 @@ day, cut card positions against the profile's window, and cards per shoe.
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import os
 
@@ -22,6 +21,7 @@ from controller.audit.report import (
     entry_text,
     round_lines,
 )
+from controller.events import parse_time
 
 _COLOURS = {"critical": "#b3261e", "warning": "#c77700", "info": "#3b6ea5"}
 
@@ -73,12 +73,9 @@ def _seconds(time: str | None) -> float | None:
     if not time:
         return None
     try:
-        when = dt.datetime.fromisoformat(time.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        return parse_time(time).timestamp()
+    except ValueError:  # EventError: not an ISO-8601 time
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return when.timestamp()
 
 
 # --------------------------------------------------------------------------- charts
