@@ -12,10 +12,11 @@ engine cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
+
+from controller.configfile import ConfigFileError, check_stem, find_named, names_in, read_toml
 
 GAMES = ("blackjack", "baccarat", "chemin-de-fer", "baccarat-two-tableaux", "stud-poker")
 CARD_SOURCES = ("shoe", "shuffler", "hand")
@@ -23,12 +24,8 @@ CARD_SOURCES = ("shoe", "shuffler", "hand")
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "config" / "profiles"
 
 
-class ProfileError(ValueError):
+class ProfileError(ConfigFileError):
     """A profile that cannot be loaded: ``file: key: what is wrong``."""
-
-    def __init__(self, file: str, key: str, why: str) -> None:
-        self.file, self.key, self.why = file, key, why
-        super().__init__(f"{file}: {key}: {why}" if key else f"{file}: {why}")
 
 
 def _opt(*choices: str, doc: str) -> Any:
@@ -346,34 +343,18 @@ def _cross_check(p: Profile, file: str) -> None:
 
 def load_profile_file(path: str | Path) -> Profile:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ProfileError(str(path), "", f"cannot read: {e.strerror or e}") from e
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ProfileError(str(path), "", f"not valid TOML: {e}") from e
-    profile = profile_from_dict(raw, str(path))
-    if profile.name != path.stem:
-        raise ProfileError(str(path), "name", f"{profile.name!r} differs from the file name")
+    profile = profile_from_dict(read_toml(path, ProfileError), str(path))
+    check_stem(path, profile.name, ProfileError)
     return profile
 
 
 def profile_names(directory: Path = PROFILE_DIR) -> list[str]:
-    return sorted(p.stem for p in directory.glob("*.toml"))
+    return names_in(directory)
 
 
 def load_profile(name_or_path: str, directory: Path = PROFILE_DIR) -> Profile:
     """Load a bundled profile by name, or any profile file by path."""
-    candidate = Path(name_or_path)
-    if candidate.suffix == ".toml" or candidate.exists():
-        return load_profile_file(candidate)
-    path = directory / f"{name_or_path}.toml"
-    if not path.exists():
-        known = ", ".join(profile_names(directory)) or "none"
-        raise ProfileError(str(path), "", f"no profile named {name_or_path!r} (known: {known})")
-    return load_profile_file(path)
+    return load_profile_file(find_named(name_or_path, directory, "profile", ProfileError))
 
 
 def schema_rows() -> list[tuple[str, str, str]]:

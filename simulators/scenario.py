@@ -12,12 +12,12 @@ wrong`` (``fault[2].bits`` is the second ``[[fault]]``'s ``bits``).
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.configfile import ConfigFileError, check_stem, find_named, names_in, read_toml
 from controller.deviations import CATALOG
 from controller.profiles import Profile, profile_names
 from simulators.dealer import DayPlan, Step, table_day
@@ -56,12 +56,8 @@ DEVICE_PARAMS: dict[str, Param] = {
 }
 
 
-class ScenarioError(ValueError):
+class ScenarioError(ConfigFileError):
     """A scenario that cannot be loaded or applied: ``file: key: what is wrong``."""
-
-    def __init__(self, file: str, key: str, why: str) -> None:
-        self.file, self.key, self.why = file, key, why
-        super().__init__(f"{file}: {key}: {why}" if key else f"{file}: {why}")
 
 
 @dataclass(frozen=True)
@@ -178,31 +174,15 @@ def scenario_from_dict(raw: Mapping[str, Any], file: str = "<scenario>") -> Scen
 
 def load_scenario_file(path: str | Path) -> Scenario:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ScenarioError(str(path), "", f"cannot read: {e.strerror or e}") from e
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(str(path), "", f"not valid TOML: {e}") from e
-    scenario = scenario_from_dict(raw, str(path))
-    if scenario.name != path.stem:
-        raise ScenarioError(str(path), "name", f"{scenario.name!r} differs from the file name")
+    scenario = scenario_from_dict(read_toml(path, ScenarioError), str(path))
+    check_stem(path, scenario.name, ScenarioError)
     return scenario
 
 
 def scenario_names(directory: Path = SCENARIO_DIR) -> list[str]:
-    return sorted(p.stem for p in directory.glob("*.toml"))
+    return names_in(directory)
 
 
 def load_scenario(name_or_path: str, directory: Path = SCENARIO_DIR) -> Scenario:
     """A bundled scenario by name, or any scenario file by path."""
-    candidate = Path(name_or_path)
-    if candidate.suffix == ".toml" or candidate.exists():
-        return load_scenario_file(candidate)
-    path = directory / f"{name_or_path}.toml"
-    if not path.exists():
-        known = ", ".join(scenario_names(directory)) or "none"
-        raise ScenarioError(str(path), "", f"no scenario named {name_or_path!r} (known: {known})")
-    return load_scenario_file(path)
+    return load_scenario_file(find_named(name_or_path, directory, "scenario", ScenarioError))

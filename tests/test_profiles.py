@@ -431,3 +431,11 @@ def test_every_schema_key_is_documented():
 def test_every_profile_is_documented():
     doc = DOC.read_text(encoding="utf-8")
     assert [n for n in NAMES if f"`{n}`" not in doc] == []
+
+
+def test_non_utf8_profile_is_a_profile_error(tmp_path: Path) -> None:
+    bad = tmp_path / "latin.toml"
+    bad.write_bytes(b'name = "caf\xe9"\n')
+    with pytest.raises(ProfileError) as info:
+        load_profile_file(bad)
+    assert str(info.value).startswith(f"{bad}: not valid TOML: not UTF-8 text")

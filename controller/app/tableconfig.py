@@ -26,25 +26,21 @@ the config file's directory. Errors are ``FILE: key: what is wrong``.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from controller.audit.files import check_table_id
+from controller.configfile import ConfigFileError, read_toml
 from controller.profiles import Profile, ProfileError, load_profile
 
 KEYS = ("table", "profile", "decks", "log_dir", "anchors", "anchors_syslog", "key_file",
         "durability", "devices", "allowlist")
 
 
-class TableConfigError(ValueError):
+class TableConfigError(ConfigFileError):
     """A table config that cannot be used: ``file: key: what is wrong``."""
-
-    def __init__(self, file: str, key: str, why: str) -> None:
-        self.file, self.key, self.why = file, key, why
-        super().__init__(f"{file}: {key}: {why}" if key else f"{file}: {why}")
 
 
 @dataclass
@@ -85,14 +81,7 @@ def _string(file: str, raw: Mapping[str, Any], key: str, required: bool = True) 
 def load_table_config(path: str | Path) -> TableConfig:
     path = Path(path)
     file = str(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TableConfigError(file, "", "no such file") from None
-    except OSError as e:
-        raise TableConfigError(file, "", f"cannot read: {e.strerror or e}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise TableConfigError(file, "", f"not valid TOML: {e}") from None
+    raw = read_toml(path, TableConfigError, missing="no such file")
     for key in raw:
         if key not in KEYS:
             raise TableConfigError(file, key, f"unknown key (known: {', '.join(KEYS)})")

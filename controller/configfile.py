@@ -1,0 +1,66 @@
+"""Reading the TOML files shoewarden is configured with: profiles, scenarios, table configs.
+
+Every such file fails the same way — ``file: key: what is wrong`` — and can be named
+either by path or, for the bundled kinds, by name in their directory. The loaders
+differ only in their schema, so the reading, the error type and the name lookup
+live here once.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+
+class ConfigFileError(ValueError):
+    """A configuration file that cannot be used: ``file: key: what is wrong``."""
+
+    def __init__(self, file: str, key: str, why: str) -> None:
+        self.file, self.key, self.why = file, key, why
+        super().__init__(f"{file}: {key}: {why}" if key else f"{file}: {why}")
+
+
+def read_toml(path: Path, error: type[ConfigFileError],
+              missing: str | None = None) -> dict[str, Any]:
+    """The decoded TOML document at ``path``, or ``error(file, "", why)``.
+
+    ``missing`` replaces the "cannot read: …" message for a file that does not exist.
+    """
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise error(file, "", missing or f"cannot read: {e.strerror or e}") from e
+    except OSError as e:
+        raise error(file, "", f"cannot read: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise error(file, "", f"not valid TOML: not UTF-8 text ({e.reason})") from e
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise error(file, "", f"not valid TOML: {e}") from e
+
+
+def names_in(directory: Path) -> list[str]:
+    """The bundled files' names (stems of ``*.toml``), sorted."""
+    return sorted(p.stem for p in directory.glob("*.toml"))
+
+
+def find_named(name_or_path: str, directory: Path, what: str,
+               error: type[ConfigFileError]) -> Path:
+    """A file given by path (``*.toml`` or an existing path), else ``directory/NAME.toml``."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or candidate.exists():
+        return candidate
+    path = directory / f"{name_or_path}.toml"
+    if not path.exists():
+        known = ", ".join(names_in(directory)) or "none"
+        raise error(str(path), "", f"no {what} named {name_or_path!r} (known: {known})")
+    return path
+
+
+def check_stem(path: Path, name: str, error: type[ConfigFileError]) -> None:
+    """A bundled file's ``name`` key must equal its file name."""
+    if name != path.stem:
+        raise error(str(path), "name", f"{name!r} differs from the file name")
