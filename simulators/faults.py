@@ -193,15 +193,21 @@ class Fault:
                 **{k: v for k, v in self.params.items() if v is not None}}
 
 
-def make_fault(raw: Mapping[str, Any], key: str = "fault") -> Fault:
-    """Validate one ``[[fault]]`` table; errors name ``key.<field>``."""
+def _kind_of(raw: Any, key: str, table: str, kinds: Mapping[str, Any]) -> str:
+    """The validated ``kind`` of one ``[[fault]]`` / ``[[mistake]]`` table."""
     if not isinstance(raw, Mapping):
-        raise FaultError(key, "expected a table [[fault]]")
+        raise FaultError(key, f"expected a table [[{table}]]")
     kind = raw.get("kind")
     if kind is None:
         raise FaultError(f"{key}.kind", "missing")
-    if kind not in FAULT_KINDS:
-        raise FaultError(f"{key}.kind", f"{kind!r} is not one of {', '.join(FAULT_KINDS)}")
+    if kind not in kinds:
+        raise FaultError(f"{key}.kind", f"{kind!r} is not one of {', '.join(kinds)}")
+    return kind
+
+
+def make_fault(raw: Mapping[str, Any], key: str = "fault") -> Fault:
+    """Validate one ``[[fault]]`` table; errors name ``key.<field>``."""
+    kind = _kind_of(raw, key, "fault", FAULT_KINDS)
     spec = FAULT_KINDS[kind]
     for k in raw:
         if k not in ("kind", "device", *TRIGGERS, *spec.params):
@@ -393,13 +399,8 @@ MISTAKES: dict[str, MistakeKind] = {m.name: m for m in (
 
 
 def make_mistake(raw: Mapping[str, Any], key: str = "mistake") -> Mistake:
-    if not isinstance(raw, Mapping):
-        raise FaultError(key, "expected a table [[mistake]]")
-    kind = raw.get("kind")
-    if kind is None:
-        raise FaultError(f"{key}.kind", "missing")
-    if kind not in MISTAKES:
-        raise FaultError(f"{key}.kind", f"{kind!r} is not one of {', '.join(MISTAKES)}")
+    """Validate one ``[[mistake]]`` table; errors name ``key.<field>``."""
+    kind = _kind_of(raw, key, "mistake", MISTAKES)
     spec = MISTAKES[kind]
     for k in raw:
         if k != "kind" and k not in spec.params:
