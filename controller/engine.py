@@ -137,9 +137,6 @@ class _Procedure:
 
     state: str
 
-    def __init__(self, engine: TableEngine) -> None:
-        self.engine = engine
-
 
 SABOT_ROTATION_K = 3
 """Default K: a sabot on the same table at its last K openings is flagged (001 §3)."""
@@ -195,7 +192,7 @@ class TableEngine:
         self.states = _states_for(profile)
         self.graph: dict[tuple[str, str], tuple[str | None, ...]] = {}
         self._target: str | None = None
-        self._model = _Procedure(self)
+        self._model = _Procedure()
         self.machine = Machine(
             model=self._model,
             states=list(self.states),
@@ -270,7 +267,6 @@ class TableEngine:
         self.shoe = 0
         self.round = 0
         self._end_shoe()
-        self.shuffled = False
 
     def _finish_shoe(self) -> None:
         """The last hand is over: the next shoe needs every step again; counts stay on view."""
@@ -345,9 +341,6 @@ class TableEngine:
             target = handler(event, out)
         except _Reject as why:
             return [self._unexpected(event, str(why))]
-        if target == before and None in self.graph[(event.type, before)] and \
-                target not in self.graph[(event.type, before)]:
-            target = None
         if target not in self.graph[(event.type, before)]:  # pragma: no cover - graph bug guard
             out.append(self._unexpected(event, f"no transition to {target}"))
             return out
