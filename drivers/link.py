@@ -24,6 +24,7 @@ not care which link they drive (docs/devices.md).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -162,7 +163,7 @@ class Link(Protocol):
 # --------------------------------------------------------------------------- base
 
 
-class LinkBase:
+class LinkBase(ABC):
     """What every link has: state, counts of malformed traffic, the heartbeat watchdog.
 
     Subclasses implement :meth:`receive` (calling :meth:`heard` for every good frame or
@@ -184,8 +185,9 @@ class LinkBase:
         """What to send to open a session (``[]`` for a device that identifies by itself)."""
         return []
 
-    def receive(self, data: bytes, now: float) -> list[LinkResult]:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def receive(self, data: bytes, now: float) -> list[LinkResult]:
+        """Bytes from the device in; messages, faults and frames to send out."""
 
     def send_command(self, kind: int, body: dict[str, Any] | None,
                      now: float) -> list[LinkResult]:
@@ -231,7 +233,7 @@ class LinkBase:
                                       f"(heartbeat timeout {self.heartbeat_timeout:g} s)")]
         return []
 
-    def clear_fault(self, code: str) -> None:
+    def clear_fault(self, code: str) -> None:  # noqa: B027 - a hook, deliberately a no-op
         """A person cleared a latched fault (nothing is latched here)."""
 
     def next_deadline(self) -> float | None:

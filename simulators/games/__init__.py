@@ -10,6 +10,7 @@ one gets :class:`SimpleRounds`, which only deals a plausible number of cards.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from simulators.dealer import Step, TableDay
 
 
-class RoundDealer:
+class RoundDealer(ABC):
     """Base: override :meth:`bets` and :meth:`deal`."""
 
     def __init__(self, day: TableDay) -> None:
@@ -27,8 +28,9 @@ class RoundDealer:
     def bets(self) -> dict[str, Any]:
         return {"type": "bets_closed"}
 
+    @abstractmethod
     def deal(self) -> Iterator[Step]:
-        raise NotImplementedError
+        """The round's cards (through ``self.day.draw``) and the dealer's action records."""
 
 
 class SimpleRounds(RoundDealer):
