@@ -86,7 +86,23 @@ def encode(seq: int, type_: int, body: dict[str, Any] | bytes | None = None,
 
 @dataclass
 class FrameDecoder:
-    """Incremental decoder: ``feed(bytes) -> list[Frame | FramingError]``."""
+    """Incremental decoder: ``feed(bytes) -> list[Frame | FramingError]``.
+
+    Every ``A5 5A`` is a possible start. The candidate at the head of the buffer is
+    decided only from bytes that are already here, and only when no later byte can
+    change the decision, so the frames found never depend on how the bytes were
+    chunked:
+
+    - a bad version or an impossible length: drop it (one byte) and hunt on;
+    - a later start marker inside the candidate's span begins a complete frame whose
+      CRC matches: the candidate was torn (truncated) — drop it, hunt on, and that
+      frame is found next; decided as soon as the inner frame is in, so a frame
+      after a torn header is never held back waiting for bytes that will not come;
+    - the candidate is complete: its CRC decides (frame, or drop one byte);
+    - otherwise wait for more bytes.
+
+    The buffer never holds more than one frame's worth (:data:`MAX_FRAME`) of bytes.
+    """
 
     buffer: bytearray = field(default_factory=bytearray)
 
@@ -111,45 +127,54 @@ class FrameDecoder:
                 break
             _, version, seq, type_, length = HEADER.unpack_from(buf)
             if version != VERSION:
-                out.append(FramingError("bad_version", 1, f"version {version}"))
-                del buf[:1]
+                out.append(FramingError("bad_version", self._skip(), f"version {version}"))
                 continue
             if length > MAX_PAYLOAD:
-                out.append(FramingError("oversized", 1, f"length {length} > {MAX_PAYLOAD}"))
-                del buf[:1]
+                out.append(FramingError("oversized", self._skip(),
+                                        f"length {length} > {MAX_PAYLOAD}"))
                 continue
             total = HEADER_SIZE + length + CRC_SIZE
+            inner = _complete_frame_within(buf, min(total, len(buf)))
+            if inner:
+                out.append(FramingError("truncated", self._skip(),
+                                        f"frame cut short by the frame at byte {inner}"))
+                continue
             if len(buf) < total:
-                # a second start marker inside the missing part means this one was torn
-                nxt = buf.find(START, HEADER_SIZE)
-                if nxt > 0 and _plausible_frame_at(buf, nxt):
-                    out.append(FramingError("truncated", nxt, "frame cut short"))
-                    del buf[:nxt]
-                    continue
                 break
             (crc,) = struct.unpack_from(">H", buf, HEADER_SIZE + length)
             if crc != crc16(bytes(buf[2:HEADER_SIZE + length])):
-                nxt = buf.find(START, HEADER_SIZE)
-                kind = "truncated" if 0 < nxt < total and _plausible_frame_at(buf, nxt) \
-                    else "bad_crc"
-                out.append(FramingError(kind, 1, f"seq {seq} type 0x{type_:02x}"))
-                del buf[:1]
+                out.append(FramingError("bad_crc", self._skip(),
+                                        f"seq {seq} type 0x{type_:02x}"))
                 continue
             out.append(Frame(seq, type_, bytes(buf[HEADER_SIZE:HEADER_SIZE + length])))
             del buf[:total]
         return out
+
+    def _skip(self) -> int:
+        """Drop the candidate's start byte and the bytes before the next possible start."""
+        nxt = self.buffer.find(START[:1], 1)
+        size = nxt if nxt > 0 else len(self.buffer)
+        del self.buffer[:size]
+        return size
 
     def pending(self) -> int:
         """Bytes held waiting for the rest of a frame."""
         return len(self.buffer)
 
 
-def _plausible_frame_at(buf: bytearray, pos: int) -> bool:
-    """A start marker followed by a sane header (used to tell truncation from payload bytes)."""
-    if len(buf) - pos < HEADER_SIZE:
-        return True
-    _, version, _, _, length = HEADER.unpack_from(buf, pos)
-    return version == VERSION and length <= MAX_PAYLOAD
+def _complete_frame_within(buf: bytearray, limit: int) -> int:
+    """The offset of the first start marker after offset 0 that begins a complete
+    frame with a matching CRC ending at or before ``limit``; 0 if there is none."""
+    pos = buf.find(START, 1, limit)
+    while 0 < pos <= limit - HEADER_SIZE - CRC_SIZE:
+        _, version, _, _, length = HEADER.unpack_from(buf, pos)
+        end = pos + HEADER_SIZE + length + CRC_SIZE
+        if version == VERSION and length <= MAX_PAYLOAD and end <= limit:
+            (crc,) = struct.unpack_from(">H", buf, end - CRC_SIZE)
+            if crc == crc16(bytes(buf[pos + 2:end - CRC_SIZE])):
+                return pos
+        pos = buf.find(START, pos + 1, limit)
+    return 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,3 +152,80 @@ def test_protocol_doc_example_and_message_table() -> None:
     assert encode(258, 0x10, {"card": "7H"}).hex(" ") in doc
     for kind in Kind:
         assert f"| 0x{kind.value:02x} | {kind.name} |" in doc, kind.name
+
+
+# --- resynchronisation on every start marker (issue 8) --------------------------------
+
+CARD = encode(5, 0x10, {"card": "AS"})
+
+
+def feed_in_chunks(data: bytes, cuts: list[int]) -> tuple[list[Frame], int]:
+    """Feed ``data`` cut at ``cuts``; the frames found and the bytes left pending."""
+    d = FrameDecoder()
+    out: list = []
+    last = 0
+    for cut in sorted(set(c for c in cuts if 0 < c < len(data))) + [len(data)]:
+        out += d.feed(data[last:cut])
+        last = cut
+    return frames(out), d.pending()
+
+
+def test_a_card_after_a_torn_header_is_found_at_once() -> None:
+    # the torn header's length field (01 00: 256 bytes) reaches past the card: the card
+    # must not wait for bytes that will never come
+    for torn in (b"\xa5\x5a\x01", b"\xa5\x5a\x01\x00", b"\xa5\x5a\x01\x00\x00\x10\x00"):
+        d = FrameDecoder()
+        out = d.feed(torn + CARD)
+        assert frames(out) == [Frame(5, 0x10, b'{"card":"AS"}')], torn.hex()
+        assert "truncated" in errors(out) or "bad_crc" in errors(out)
+        assert d.pending() == 0
+
+
+def test_every_torn_prefix_of_a_frame_then_a_frame() -> None:
+    other = encode(0x0100, 0x12, {"round": 1, "detail": "x" * 40})
+    for k in range(1, len(other)):
+        for data in (other[:k] + CARD, b"\xa5" + other[:k] + CARD):
+            found, pending = feed_in_chunks(data, [])
+            assert found and found[-1] == Frame(5, 0x10, b'{"card":"AS"}'), k
+            assert pending == 0
+
+
+_noisy_byte = st.sampled_from([0xA5, 0x5A, 0x00, 0x01, 0x04, 0x10]) | st.integers(0, 255)
+_piece = st.one_of(
+    st.binary(max_size=12),
+    st.lists(_noisy_byte, max_size=12).map(bytes),
+    st.builds(lambda s, t, n: encode(s, t, {"n": "x" * n}), st.integers(0, 0xFFFF),
+              st.integers(0, 255), st.integers(0, 40)),
+    st.builds(lambda s, n, k: encode(s, 0x10, {"n": "y" * n})[:k], st.integers(0, 0xFFFF),
+              st.integers(0, 40), st.integers(1, 20)),
+    st.just(b"\xa5\x5a\x01"),
+    st.just(b"\xa5\x5a\x01\x00"),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(_piece, max_size=12), cuts=st.lists(st.integers(0, 600), max_size=30))
+def test_frames_found_never_depend_on_chunking(pieces: list[bytes], cuts: list[int]) -> None:
+    data = b"".join(pieces)
+    assert feed_in_chunks(data, cuts) == feed_in_chunks(data, [])
+    assert feed_in_chunks(data, list(range(len(data)))) == feed_in_chunks(data, [])
+
+
+@settings(max_examples=400, deadline=None)
+@given(noise=st.lists(_piece, max_size=10).map(b"".join), cuts=st.lists(st.integers(0, 600)),
+       seq=st.integers(0, 0xFFFF))
+def test_a_valid_frame_after_any_noise_is_found(noise: bytes, cuts: list[int], seq: int) -> None:
+    frame = encode(seq, 0x10, {"card": "QH"})
+    found, pending = feed_in_chunks(noise + frame, cuts)
+    assert found and found[-1] == Frame(seq, 0x10, b'{"card":"QH"}')
+    assert pending == 0  # found without waiting for any later byte
+
+
+def test_the_buffer_never_holds_more_than_one_frame() -> None:
+    from drivers.framing import MAX_FRAME
+    d = FrameDecoder()
+    head = struct.pack(">2sBHBH", b"\xa5\x5a", 1, 0, 0x10, MAX_PAYLOAD)
+    d.feed(head)
+    for _ in range(5000):
+        d.feed(b"{")  # ASCII filler never completes a frame of its own
+        assert d.pending() <= MAX_FRAME
