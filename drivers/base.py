@@ -57,6 +57,7 @@ from drivers.link import (
     Send,
     kind_name,
 )
+from drivers.noise import NoiseReport, NoiseThrottle
 from drivers.protocol import Identity, Kind
 
 log = logging.getLogger("shoewarden.drivers")
@@ -519,6 +520,7 @@ class SwpDriver(DeviceDriver):
         self.handshake_timeout = handshake_timeout
         self.outbox: list[bytes] = []
         self.counts: Counter[str] = Counter()  # driver-level protocol errors (payloads, order)
+        self.noise = NoiseThrottle()  # protocol errors reach the log in bounded number
         self.refusal: DeviceIdentityError | None = None
         self._state = "closed"
         self._connected_at = 0.0
@@ -612,6 +614,7 @@ class SwpDriver(DeviceDriver):
         self._generation += 1
         out = self._results(self.link.reset(now), now)
         out += self.on_reset(detail)
+        out += self._noise_reports(self.noise.end())
         if self._state != "refused":
             self._state = "lost"
         return out + self.fault(DISCONNECTED, detail)
@@ -623,6 +626,7 @@ class SwpDriver(DeviceDriver):
 
     def tick(self, now: float) -> list[Output]:
         out = self._results(self.link.tick(now), now)
+        out += self._noise_reports(self.noise.tick(now))
         if self._state == "handshake" and now - self._connected_at >= self.handshake_timeout:
             out.append(self.diagnostic(NOTICE, "HANDSHAKE_FAILED",
                                        detail=f"no IDENTITY within {self.handshake_timeout:g} s"))
@@ -723,6 +727,10 @@ class SwpDriver(DeviceDriver):
                                            detail=f"{e!r} handling {r!r}"[:500]))
         return out
 
+    def _noise_reports(self, reports: list[NoiseReport]) -> list[Output]:
+        return [self.diagnostic(PROTOCOL_ERROR, r.kind, count=r.count, total=r.total,
+                                detail=r.detail) for r in reports]
+
     def _result(self, r: LinkResult, now: float) -> list[Output]:
         match r:
             case Send():
@@ -732,8 +740,10 @@ class SwpDriver(DeviceDriver):
             case Identified():
                 return self._identified(r.identity, now)
             case ProtocolIssue():
-                out: list[Output] = [self.diagnostic(PROTOCOL_ERROR, r.kind, count=r.count,
-                                                     total=r.total, detail=r.detail)]
+                # malformed traffic on the link (line noise): through the throttle, so a
+                # burst costs a bounded number of inputs (drivers/noise.py)
+                out: list[Output] = self._noise_reports(
+                    self.noise.offer(r.kind, r.count, r.detail, now))
                 if r.kind == "bad_payload" and r.frame_type is not None:
                     out += self.unusable(r.frame_type, r.detail)
                 return out

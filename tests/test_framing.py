@@ -164,7 +164,7 @@ def feed_in_chunks(data: bytes, cuts: list[int]) -> tuple[list[Frame], int]:
     d = FrameDecoder()
     out: list = []
     last = 0
-    for cut in sorted(set(c for c in cuts if 0 < c < len(data))) + [len(data)]:
+    for cut in [*sorted({c for c in cuts if 0 < c < len(data)}), len(data)]:
         out += d.feed(data[last:cut])
         last = cut
     return frames(out), d.pending()
