@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import queue
+import re
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -76,6 +77,15 @@ NAK = "NAK"
 NOTICE = "NOTICE"
 
 HANDSHAKE_TIMEOUT = 3.0
+
+# Bounds on what a device can make the controller hold (issue 8): a device's own fault
+# codes are names, not essays, and a device cannot open faults without limit.
+DEVICE_FAULT_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
+MAX_OPEN_FAULTS = 16
+MAX_DETAIL = 300
+MAX_CHECK_CARDS = 1_040
+"""Cards one deck check may gather (20 decks): a scan or split DECK_CHECK beyond it is
+dropped, never held without end."""
 
 
 # --------------------------------------------------------------------------- outputs
@@ -467,9 +477,27 @@ class DeviceDriver(ABC):
         every loss is news)."""
         if code in self.open_faults and not repeat:
             return []
+        detail = detail[:MAX_DETAIL] if detail else detail
         self.open_faults[code] = detail
         return [DeviceFault(device=self.name, code=code, detail=detail or None,
                             t=t or self.utc())]
+
+    def device_fault(self, code: str, detail: str | None = None, *,
+                     t: str | None = None) -> list[Output]:
+        """A fault code the device itself sent: a name of at most 32 capitals, digits and
+        underscores, and at most :data:`MAX_OPEN_FAULTS` open at once. Anything else is
+        still a fault — play stops — under the generic code ``FAULT``, the device's
+        code in the detail; so no device can make the controller hold without limit."""
+        raw = code.strip()
+        code = raw.upper()
+        if not DEVICE_FAULT_CODE.fullmatch(code):
+            shown = raw[:40] + ("…" if len(raw) > 40 else "")
+            return self.fault("FAULT", f"device fault code {shown!r}"
+                              + (f": {detail}" if detail else ""), t=t)
+        if code not in self.open_faults and len(self.open_faults) >= MAX_OPEN_FAULTS:
+            return self.fault("FAULT", f"{code} (more than {MAX_OPEN_FAULTS} faults open)"
+                              + (f": {detail}" if detail else ""), t=t)
+        return self.fault(code, detail, t=t)
 
     def ok(self, code: str, detail: str | None = None, *, t: str | None = None) -> list[Output]:
         """A ``device_ok`` for an open fault (nothing if it is not open)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -265,6 +266,35 @@ class _Gap:
     deadline: float = 0.0
 
 
+class RecentSeqs:
+    """A set of sequence numbers that forgets the oldest beyond ``limit`` (bounded memory
+    whatever a device sends)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._order: deque[int] = deque()
+        self._set: set[int] = set()
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._set
+
+    def __len__(self) -> int:
+        return len(self._set)
+
+    def update(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            if seq in self._set:
+                continue
+            self._set.add(seq)
+            self._order.append(seq)
+            if len(self._order) > self.limit:
+                self._set.discard(self._order.popleft())
+
+    def clear(self) -> None:
+        self._order.clear()
+        self._set.clear()
+
+
 class ProtocolLink(LinkBase):
     """The SWP/1 link: handshake, sequence checks, ACK/retry, RESEND, heartbeat watchdog."""
 
@@ -289,7 +319,8 @@ class ProtocolLink(LinkBase):
         self.resent_until = 0.0
         self.hello_seq: int | None = None  # the seq of this connection's HELLO
         self.counts_quiet: Counter[str] = Counter()  # expected oddities, not errors
-        self.lost: set[int] = set()  # declared lost; a late copy is reported, not accepted
+        # declared lost; a late copy is reported, not accepted (the most recent only)
+        self.lost = RecentSeqs(4 * MAX_RESEND)
 
     # sending ------------------------------------------------------------------
     def hello(self, now: float) -> list[LinkResult]:
@@ -388,7 +419,12 @@ class ProtocolLink(LinkBase):
         return self._dispatch(frame)
 
     def _hold(self, gap: _Gap, frame: Frame) -> list[LinkResult]:
-        """Keep a frame for in-order release; ACK/NAK/HEARTBEAT act at once (timers)."""
+        """Keep a frame for in-order release; ACK/NAK/HEARTBEAT act at once (timers).
+        At most twice :data:`MAX_RESEND` frames are held: a device that keeps sending past a
+        hole it does not fill gets ``LOST_FRAMES`` at once, not an ever-growing buffer."""
+        if len(gap.held) >= 2 * MAX_RESEND:
+            return self._flush_gap(f"more than {2 * MAX_RESEND} frames held behind the hole") \
+                + self._dispatch(frame)
         if frame.seq not in gap.order:
             gap.order.append(frame.seq)
         if frame.type in _IMMEDIATE:

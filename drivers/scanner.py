@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from drivers.base import (
+    MAX_CHECK_CARDS,
     UNREADABLE_CARD,
     Output,
     SwpDriver,
@@ -60,6 +61,9 @@ class ScannerDriver(SwpDriver):
                 if self.scan is None:
                     return [self.protocol_error("card_outside_scan",
                                                 f"SCAN_CARD {body!r} without SCAN_BEGIN"[:200])]
+                if self.scan.seen >= MAX_CHECK_CARDS:
+                    out = self._abandon(f"more than {MAX_CHECK_CARDS} cards")
+                    return out
                 if unreadable(body):
                     self.scan.unreadable += 1
                 else:

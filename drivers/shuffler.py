@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from controller.events import DiscardsReturned, Shuffle
 from drivers.base import (
+    MAX_CHECK_CARDS,
     UNREADABLE_CARD,
     Output,
     PayloadError,
@@ -34,6 +35,9 @@ from drivers.base import (
 )
 from drivers.link import Message
 from drivers.protocol import Kind
+
+MAX_CHECK_PARTS = 64
+"""Parts one split DECK_CHECK may come in (a 1 KB payload holds ~200 cards)."""
 
 
 class ShufflerDriver(SwpDriver):
@@ -72,8 +76,7 @@ class ShufflerDriver(SwpDriver):
                 code = body_str(body, "code")
                 assert code is not None
                 detail = body.get("detail")
-                return self.fault(code.strip().upper(),
-                                  detail if isinstance(detail, str) else None, t=t)
+                return self.device_fault(code, detail if isinstance(detail, str) else None, t=t)
             case Kind.FAULT_CLEARED:
                 code = body_str(body, "code")
                 assert code is not None
@@ -106,6 +109,8 @@ class ShufflerDriver(SwpDriver):
         assert part is not None and parts is not None
         if not 1 <= part <= parts:
             raise PayloadError(f"part {part} of {parts} is out of range")
+        if parts > MAX_CHECK_PARTS:
+            raise PayloadError(f"a DECK_CHECK in {parts} parts (at most {MAX_CHECK_PARTS})")
         out: list[Output] = []
         if part == 1:
             out += self._abandon_parts("a new DECK_CHECK began")
@@ -117,6 +122,12 @@ class ShufflerDriver(SwpDriver):
             return [self.protocol_error("deck_check_parts", f"DECK_CHECK part {part} of "
                                         f"{parts} after {got} part(s); the check is dropped")]
         assert self._parts is not None
+        gathered_so_far = sum(len(chunk) for chunk in self._parts[1])
+        if gathered_so_far + len(cards) > MAX_CHECK_CARDS:
+            self._parts = None
+            return [*out, self.protocol_error(
+                "deck_check_parts", f"a DECK_CHECK of more than {MAX_CHECK_CARDS} cards; "
+                "the check is dropped")]
         self._parts[1].append(cards)
         if part < parts:
             return out
