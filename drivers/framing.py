@@ -28,6 +28,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller import jsontext
+
 START = b"\xa5\x5a"
 VERSION = 1
 MAX_PAYLOAD = 1024
@@ -50,10 +52,15 @@ class Frame:
     payload: bytes = b""
 
     def body(self) -> dict[str, Any]:
-        """The payload as a JSON object (``{}`` when empty); raises ``ValueError`` if not."""
+        """The payload as a JSON object (``{}`` when empty); raises ``ValueError`` if not.
+
+        Decoded at the controller's one text boundary (:mod:`controller.jsontext`): a
+        payload that is not valid Unicode (a ``\\ud800`` escape, a byte that is not UTF-8),
+        NaN or nests absurdly deep is refused here, as a bad payload, so no string a
+        device sends can stop the audit writer further on."""
         if not self.payload:
             return {}
-        value = json.loads(self.payload.decode("utf-8"))
+        value = jsontext.loads(self.payload)
         if not isinstance(value, dict):
             raise ValueError("payload is not a JSON object")
         return value

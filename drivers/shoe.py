@@ -50,3 +50,9 @@ class ShoeDriver(SwpDriver):
                 body_str(body, "button")
                 return [self.notice(msg)]
         return []  # pragma: no cover - accepts lists exactly the cases above
+
+    def unusable(self, kind: int, detail: str) -> list[Output]:
+        """A jam we cannot read is still a jam: play stops until it is cleared."""
+        if kind == Kind.JAM:
+            return self.fault(JAM, f"unreadable JAM message ({detail})"[:300])
+        return super().unusable(kind, detail)
