@@ -30,6 +30,7 @@ bench: $(STAMP)  ## print speed and memory figures
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/audit_bench.py
 	$(BIN)/python benchmarks/device_bench.py
+	$(BIN)/python benchmarks/receive_fuzz.py --streams 100000
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -267,6 +267,15 @@ class TableRuntime:
         """Stop after everything posted before this has been handled."""
         self._queue.put(("stop", reason))
 
+    def deliver(self, device: str, outputs: list[DriverOutput]) -> None:
+        """Handle what one poll of ``device``'s driver made, in the calling thread, exactly
+        as the engine thread handles the device thread's posting (routing, sequencing,
+        logging). For a runtime that is not started: the receive-path fuzz drives the drivers
+        itself and needs the runtime's own routing, not a copy of it."""
+        if self._thread is not None:
+            raise RuntimeError("deliver() is for a runtime that is not started")
+        self._handle(("device", (self.slots[device], outputs)))
+
     def start(self) -> TableRuntime:
         self._thread = threading.Thread(target=self._main, name="shoewarden-engine",
                                         daemon=True)
