@@ -282,14 +282,21 @@ EVENT_TYPES: dict[str, type[Event]] = {
 
 
 def parse_time(text: str) -> dt.datetime:
-    """ISO-8601 with an explicit UTC offset or ``Z``; naive times are taken as UTC."""
+    """ISO-8601 with an explicit UTC offset or ``Z``; naive times are taken as UTC. A time
+    that has no UTC equivalent (``0001-01-01T00:00:00+01:00``) is not a time either."""
     try:
         value = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError as e:
-        raise EventError("t", f"not an ISO-8601 time: {text!r}") from e
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC)
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
+    except (ValueError, OverflowError) as e:
+        raise EventError("t", f"not an ISO-8601 time: {text[:60]!r}") from e
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: its repr, cut short (a refused value may be huge)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _req(obj: Mapping[str, Any], key: str) -> Any:
@@ -299,19 +306,31 @@ def _req(obj: Mapping[str, Any], key: str) -> Any:
 
 
 MAX_DECKS = 24  # no game uses more than 8; a bigger number is a typo, not a pack
+MAX_INT = 2**53 - 1
+"""The largest integer any field accepts: every JSON reader agrees on integers up to here,
+and no count, offset or box number comes near it."""
+MAX_SEATS = 64
+"""Most boxes or players a table can have (the largest layout seats 7–9); a bigger number
+is a typo, and would make the engine lay out that many hands."""
+MAX_CHECK_CARDS = 1_040
+"""Most cards one deck check may list (20 packs; the drivers hold a check to the same)."""
+MAX_TEXT = 1_000
+"""Longest text any field accepts (names, details, ports, tokens)."""
+MAX_DEPTH = 8
+"""Deepest nesting of an event (a deck lot inside a list inside the event is 3)."""
 
 
 def _int(obj: Mapping[str, Any], key: str, *, required: bool = True, minimum: int = 0,
-         maximum: int | None = None) -> Any:
+         maximum: int = MAX_INT) -> Any:
     if not required and obj.get(key) is None:
         return None
     value = _req(obj, key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise EventError(key, f"expected an integer, got {value!r}")
+        raise EventError(key, f"expected an integer, got {_show(value)}")
     if value < minimum:
-        raise EventError(key, f"must be >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise EventError(key, f"must be <= {maximum}, got {value}")
+        raise EventError(key, f"must be >= {minimum}, got {str(value)[:30]}")
+    if value > maximum:
+        raise EventError(key, f"must be <= {maximum}, got {str(value)[:30]}")
     return value
 
 
@@ -320,7 +339,7 @@ def _str(obj: Mapping[str, Any], key: str, *, required: bool = True) -> Any:
         return None
     value = _req(obj, key)
     if not isinstance(value, str) or not value.strip():
-        raise EventError(key, f"expected a non-empty string, got {value!r}")
+        raise EventError(key, f"expected a non-empty string, got {_show(value)}")
     return value
 
 
@@ -347,17 +366,19 @@ def _lots(obj: Mapping[str, Any], key: str) -> tuple[DeckLot, ...] | None:
             raise EventError(f"{where}.{sorted(unknown)[0]}", "unknown key")
         lot_id = item.get("id")
         if not isinstance(lot_id, str | int) or isinstance(lot_id, bool) or lot_id == "":
-            raise EventError(f"{where}.id", f"expected a lot id, got {lot_id!r}")
+            raise EventError(f"{where}.id", f"expected a lot id, got {_show(lot_id)}")
         kind = item.get("kind")
         if kind not in ("paper", "plastic"):
-            raise EventError(f"{where}.kind", f"expected 'paper' or 'plastic', got {kind!r}")
+            raise EventError(f"{where}.kind",
+                             f"expected 'paper' or 'plastic', got {_show(kind)}")
         first = item.get("first_use")
         try:
             first_use = dt.date.fromisoformat(first) if isinstance(first, str) else None
         except ValueError:
             first_use = None
         if first_use is None:
-            raise EventError(f"{where}.first_use", f"expected a date YYYY-MM-DD, got {first!r}")
+            raise EventError(f"{where}.first_use",
+                             f"expected a date YYYY-MM-DD, got {_show(first)}")
         lots.append(DeckLot(str(lot_id), kind, first_use))
     return tuple(lots)
 
@@ -365,23 +386,61 @@ def _lots(obj: Mapping[str, Any], key: str) -> tuple[DeckLot, ...] | None:
 def _bool(obj: Mapping[str, Any], key: str) -> bool:
     value = obj.get(key, False)
     if not isinstance(value, bool):
-        raise EventError(key, f"expected true or false, got {value!r}")
+        raise EventError(key, f"expected true or false, got {_show(value)}")
     return value
 
 
+def _check_values(obj: Mapping[str, Any]) -> None:
+    """Every string valid Unicode text of sane length, every nesting shallow, every value a
+    JSON value: what no later step — the engine, the audit writer, a report —
+    could fail on. Walks without recursion, so no input can exhaust the stack."""
+    stack: list[tuple[str, Any, int]] = [(k, v, 1) for k, v in obj.items()]
+    while stack:
+        where, value, depth = stack.pop()
+        if isinstance(value, str):
+            if len(value) > MAX_TEXT:
+                raise EventError(where, f"text longer than {MAX_TEXT} characters")
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise EventError(where, "not valid Unicode text (a lone surrogate)") from None
+        elif isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                raise EventError(where, f"nested deeper than {MAX_DEPTH} levels")
+            if len(value) > MAX_CHECK_CARDS:
+                raise EventError(where, f"more than {MAX_CHECK_CARDS} items")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                if not isinstance(k, str | int):
+                    raise EventError(where, "keys must be text")
+                stack.append((f"{where}.{k}" if isinstance(k, str) else f"{where}[{k}]",
+                              v, depth + 1))
+        elif value is not None and not isinstance(value, bool | int | float):
+            raise EventError(where, f"not a JSON value: {type(value).__name__}")
+
+
 def parse_event(obj: object) -> Event:
-    """Build a typed event from one decoded JSON value, or raise :class:`EventError`."""
+    """Build a typed event from one decoded JSON value, or raise :class:`EventError` — and
+    nothing else, whatever the value: this is where every input becomes an event (a stream
+    line, a console command, a device message), so what passes it is safe to log and to
+    feed."""
     if not isinstance(obj, dict):
         raise EventError("", f"expected a JSON object, got {type(obj).__name__}")
     kind = obj.get("type")
     if kind is None:
         raise EventError("type", "missing")
+    if not isinstance(kind, str):
+        raise EventError("type", f"expected an event type name, got {type(kind).__name__}")
     if kind not in EVENT_TYPES:
-        raise EventError("type", f"unknown event type {kind!r}")
+        raise EventError("type", f"unknown event type {kind[:40]!r}")
+    for key in obj:
+        if not isinstance(key, str):
+            raise EventError("", "keys must be text")
+    _check_values(obj)
     t = obj.get("t")
     if t is not None:
         if not isinstance(t, str):
-            raise EventError("t", f"expected an ISO-8601 string, got {t!r}")
+            raise EventError("t", f"expected an ISO-8601 string, got {_show(t)}")
         parse_time(t)
     common = {"t": t}
 
@@ -391,7 +450,8 @@ def parse_event(obj: object) -> Event:
             if isinstance(table, int) and not isinstance(table, bool):
                 table = str(table)
             if not isinstance(table, str) or not table:
-                raise EventError("table", "missing" if table is None else f"bad table {table!r}")
+                raise EventError("table", "missing" if table is None
+                                 else f"bad table {_show(table)}")
             return TableOpen(
                 table=table,
                 decks=_int(obj, "decks", minimum=1, maximum=MAX_DECKS),
@@ -409,7 +469,7 @@ def parse_event(obj: object) -> Event:
                 try:
                     cards.append(parse_card(token))
                 except CardError:
-                    foreign.append(str(token))
+                    foreign.append(token if isinstance(token, str) else _show(token))
             return DeckCheck(
                 cards=tuple(sorted(cards)), foreign=tuple(sorted(foreign)),
                 deck_lots=_lots(obj, "deck_lots"), **common,
@@ -425,13 +485,16 @@ def parse_event(obj: object) -> Event:
         case "bets_closed":
             boxes = obj.get("boxes")
             if boxes is not None:
-                if not isinstance(boxes, list) or not all(
-                    isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in boxes
+                if not isinstance(boxes, list) or len(boxes) > MAX_SEATS or not all(
+                    isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= MAX_SEATS
+                    for b in boxes
                 ):
-                    raise EventError("boxes", f"expected a list of box numbers, got {boxes!r}")
+                    raise EventError("boxes", f"expected a list of box numbers 1–{MAX_SEATS}, "
+                                              f"got {str(boxes)[:60]}")
                 boxes = tuple(boxes)
             return BetsClosed(
-                boxes=boxes, players=_int(obj, "players", required=False, minimum=1), **common
+                boxes=boxes, players=_int(obj, "players", required=False, minimum=1,
+                                          maximum=MAX_SEATS), **common
             )
         case "card":
             return CardDrawn(card=_card(obj, "card"), exposed=_bool(obj, "exposed"),
@@ -442,7 +505,8 @@ def parse_event(obj: object) -> Event:
         case "action":
             action = _str(obj, "action")
             if action not in ACTIONS:
-                raise EventError("action", f"unknown action {action!r} ({', '.join(ACTIONS)})")
+                raise EventError("action",
+                                 f"unknown action {_show(action)} ({', '.join(ACTIONS)})")
             return Action(action=action, **common)
         case "stub_count":
             return StubCount(count=_int(obj, "count"), **common)
@@ -455,7 +519,7 @@ def parse_event(obj: object) -> Event:
             if isinstance(dealer, int) and not isinstance(dealer, bool):
                 dealer = str(dealer)
             if not isinstance(dealer, str) or not dealer:
-                raise EventError("dealer", "missing" if dealer is None else f"bad {dealer!r}")
+                raise EventError("dealer", "missing" if dealer is None else f"bad {_show(dealer)}")
             return DealerChange(dealer=dealer, **common)
         case "players_left":
             return PlayersLeft(**common)
@@ -484,4 +548,4 @@ def parse_event(obj: object) -> Event:
                 total=_int(obj, "total", required=False),
                 detail=_str(obj, "detail", required=False), **common,
             )
-    raise EventError("type", f"unknown event type {kind!r}")  # pragma: no cover
+    raise EventError("type", f"unknown event type {_show(kind)}")  # pragma: no cover

@@ -47,8 +47,10 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as e:
-        raise JsonTextError(_why(e.msg, isinstance(data, str)),
-                            e.colno if e.pos else None) from None
+        column = e.colno if e.pos else None
+        if not isinstance(data, str) and "not valid UTF-8" in e.msg:
+            column = _bad_utf8_column(bytes(data))
+        raise JsonTextError(_why(e.msg, isinstance(data, str)), column) from None
     except (TypeError, RecursionError, MemoryError) as e:  # pragma: no cover - defensive
         raise JsonTextError(f"not decodable: {type(e).__name__}") from None
     # Cheap bound first: depth can be no greater than the number of opening brackets.
@@ -56,6 +58,15 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
         raise JsonTextError(f"nested deeper than {MAX_DEPTH} levels")
     return value
+
+
+def _bad_utf8_column(raw: bytes) -> int | None:
+    """The 1-based column (in characters) of the first byte that is not UTF-8."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return len(raw[:e.start].decode("utf-8")) + 1
+    return None
 
 
 def _why(msg: str, text: bool) -> str:

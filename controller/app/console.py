@@ -35,12 +35,14 @@ without closing the table (the log stays open for the next start).
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from controller import jsontext
 from controller.events import ACTIONS, Event, EventError, parse_event
+from controller.jsontext import JsonTextError
 from controller.profiles import Profile
 
 HELP = """commands (values may follow on the same line):
@@ -85,18 +87,26 @@ class DealerConsole:
         try:
             return Command("event", parse_event(obj))
         except EventError as e:
-            return Command("error", message=f"{obj.get('type')}: {e}")
+            kind = obj.get("type")
+            return Command("error", message=f"{kind}: {e}" if isinstance(kind, str) and
+                           len(kind) < 40 else str(e))
 
     def parse(self, line: str, ask: Ask) -> Command:
         """One console line (``ask(question)`` reads an answer line; None at the end)."""
         text = line.strip()
         if not text:
             return Command("status")
+        try:
+            text.encode("utf-8")  # stdin is read with surrogateescape: bad bytes arrive here
+        except UnicodeEncodeError:
+            return Command("error", message="not UTF-8 text: the line was refused")
+        if len(text) > MAX_LINE:
+            return Command("error", message=f"a line longer than {MAX_LINE} characters")
         if text.startswith("{"):
             try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                return Command("error", message=f"not valid JSON: {e.msg}")
+                obj = jsontext.loads(text)
+            except JsonTextError as e:
+                return Command("error", message=str(e))
             if not isinstance(obj, dict):
                 return Command("error", message="expected a JSON object")
             return self._event(obj)
@@ -115,16 +125,16 @@ class DealerConsole:
 
         def number(question: str) -> int | None:
             raw = value(question)
-            if raw is None or not raw.lstrip("-").isdigit():
-                return None
-            return int(raw)
+            return None if raw is None else _number(raw)
 
         simple = {"s": "shuffle", "l": "shoe_loaded", "e": "round_end", "x": "players_left",
                   "q": "table_close"}
         if word in simple:
             return self._event({"type": simple[word]})
         if word == "o":
-            decks = int(args[0]) if args and args[0].isdigit() else self.decks
+            decks = _number(args[0]) if args else self.decks
+            if decks is None:
+                return Command("error", message="open: DECKS is a number of decks, e.g. o 6")
             obj: dict[str, Any] = {"type": "table_open", "table": self.table, "decks": decks}
             if len(args) > 1:
                 obj["sabot"] = args[1]
@@ -137,9 +147,10 @@ class DealerConsole:
         if word == "p":
             obj = {"type": "cut_card_placed"}
             if args:
-                if not args[0].isdigit():
+                behind = _number(args[0])
+                if behind is None:
                     return Command("error", message="cut card: BEHIND is a number of cards")
-                obj["behind"] = int(args[0])
+                obj["behind"] = behind
             return self._event(obj)
         if word == "b":
             return self._bets(args, ask)
@@ -167,7 +178,8 @@ class DealerConsole:
         if word == "k":
             raw = value("which fault was dealt with (DEVICE CODE)? ")
             parts = (raw or "").replace(":", " ").split()
-            if len(parts) != 2:
+            if len(parts) != 2 or not _NAME.fullmatch(parts[0]) \
+                    or not _NAME.fullmatch(parts[1]):
                 return Command("error", message="fault cleared: give DEVICE CODE, e.g. k shoe JAM")
             return Command("clear", device=parts[0], code=parts[1].upper())
         return Command("error", message=f"unknown command {word!r} (? lists them)")
@@ -179,13 +191,27 @@ class DealerConsole:
             raw = " ".join(args) if args else (ask("boxes in dealing order (e.g. 1 3 5)? ")
                                               or "")
             boxes = raw.replace(",", " ").split()
-            if not all(b.isdigit() for b in boxes):
+            numbers = [_number(b) for b in boxes]
+            if None in numbers:
                 return Command("error", message="bets closed: boxes are numbers, e.g. b 1 3 5")
-            if boxes:
-                obj["boxes"] = [int(b) for b in boxes]
+            if numbers:
+                obj["boxes"] = numbers
         elif game == "stud-poker":
             raw = args[0] if args else (ask("players with a bet? ") or "")
-            if not raw.strip().isdigit():
+            players = _number(raw.strip())
+            if players is None:
                 return Command("error", message="bets closed: how many players? e.g. b 4")
-            obj["players"] = int(raw)
+            obj["players"] = players
         return self._event(obj)
+
+
+MAX_LINE = 20_000
+"""Longest console line read (a deck check typed as JSON is about 2,000 characters)."""
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+_DIGITS = re.compile(r"-?[0-9]{1,15}")
+
+
+def _number(text: str) -> int | None:
+    """A number typed at the console: ASCII digits only (``"²".isdigit()`` is true, and
+    ``int()`` of 5,000 digits raises), at most 15 of them."""
+    return int(text) if _DIGITS.fullmatch(text) else None

@@ -29,6 +29,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
+import logging
 import sys
 import threading
 from collections import Counter
@@ -61,6 +63,7 @@ from drivers.base import utc_now
 from drivers.errors import DeviceError
 from drivers.registry import create_drivers
 
+log = logging.getLogger("shoewarden.run")
 EXIT_OK, EXIT_DEVIATION, EXIT_BAD_INPUT, EXIT_FAILED = 0, 1, 2, 3
 RECOVERY_REASON = "controller restart (shoewarden run): session rebuilt from the log"
 
@@ -253,6 +256,8 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
         answer = stdin.readline()
         return answer if answer else None
 
+    console_failed: list[str] = []
+
     def read_console() -> None:
         try:
             while True:
@@ -260,7 +265,12 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
                 if not line:
                     runtime.request_stop("end of the dealer console's input")
                     return
-                cmd: Command = console.parse(line, ask)
+                try:
+                    cmd: Command = console.parse(line, ask)
+                except Exception as e:  # a line the console could not read: refuse it only
+                    log.exception("console line refused")
+                    cmd = Command("error", message=f"that line could not be read "
+                                                   f"({type(e).__name__}); nothing was done")
                 if cmd.kind == "event":
                     assert cmd.event is not None
                     runtime.post_event(cmd.event)
@@ -276,6 +286,7 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
                 else:
                     display.write(f"  ? {cmd.message}")
         except Exception as e:  # never silently: the table cannot go on without its console
+            console_failed.append(f"{type(e).__name__}: {e}")
             runtime.request_stop(f"the dealer console failed: {type(e).__name__}: {e}")
 
     runtime.start()
@@ -297,6 +308,9 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
     if runtime.error is not None:
         err.write(f"shoewarden run: the controller stopped on an error: {runtime.error}\n")
         return EXIT_FAILED
+    if console_failed:
+        err.write(f"shoewarden run: the dealer console failed: {console_failed[0]}\n")
+        return EXIT_FAILED
     if interrupted:
         return 130
     worst = display.severities
@@ -304,5 +318,9 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
 
 
 def cmd_run(args: Any) -> int:
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        # a byte that is not UTF-8 must cost its line, not the console: keep it escaped, and
+        # the console refuses the line (DealerConsole.parse)
+        sys.stdin.reconfigure(errors="surrogateescape")
     return run_table(args.table, stdin=sys.stdin, out=sys.stdout, err=sys.stderr,
                      new_log_reason=args.new_log_reason)

@@ -24,7 +24,6 @@ nothing.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 from collections.abc import Iterator
@@ -32,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller import jsontext
 from controller.audit.canonical import canonical_bytes
+from controller.jsontext import JsonTextError
 
 try:  # not on every platform
     import syslog as _syslog
@@ -135,8 +136,8 @@ def _parse(text: str, name: str) -> Iterator[Anchor]:
         if SYSLOG_TAG in line:
             line = line.split(SYSLOG_TAG, 1)[1]
         try:
-            obj = json.loads(line)
-        except ValueError as exc:
+            obj = jsontext.loads(line)
+        except JsonTextError as exc:
             raise AnchorFileError(f"not JSON ({exc})", path=name, line=n) from None
         if not isinstance(obj, dict):
             raise AnchorFileError("not a JSON object", path=name, line=n)

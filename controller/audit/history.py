@@ -15,13 +15,13 @@ Openings are the ``table_open`` input records; their date is the event's
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller import jsontext
 from controller.audit.files import parse_log_name, table_files
 
 DEFAULT_K = 3
@@ -80,7 +80,7 @@ def openings_in(paths: Iterable[str | os.PathLike[str]]) -> list[Opening]:
                     if _MARK not in raw or not raw.endswith(b"\n"):
                         continue
                     try:
-                        record = json.loads(raw)
+                        record = jsontext.loads(raw)
                     except ValueError:
                         continue
                     event = record.get("event") if isinstance(record, dict) else None

@@ -9,11 +9,13 @@ that is not a JSON object raises :class:`LogReadError` with file and line.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from controller import jsontext
+from controller.jsontext import JsonTextError
 
 
 class LogReadError(ValueError):
@@ -63,8 +65,8 @@ class LogReader:
                     self.torn.append((path, n))
                     return
                 try:
-                    obj = json.loads(raw.decode("utf-8"))
-                except (UnicodeDecodeError, ValueError) as exc:
+                    obj = jsontext.loads(raw)
+                except JsonTextError as exc:
                     raise LogReadError(f"not a JSON record ({exc})", path=path, line=n) from None
                 if not isinstance(obj, dict):
                     raise LogReadError("not a JSON object", path=path, line=n)

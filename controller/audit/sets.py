@@ -21,16 +21,17 @@ explains were appended by someone other than the writer.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller import jsontext
 from controller.audit.anchors import Anchor
 from controller.audit.files import parse_log_name
 from controller.audit.verify import WRONG_KEY, VerifyResult, verify_file
+from controller.jsontext import JsonTextError
 
 # Problem kinds added by the set checks (file-level kinds are in controller.audit.verify).
 TRUNCATED = "truncated"
@@ -168,8 +169,8 @@ def _first_record(path: Path) -> dict[str, object] | None:
     with open(path, "rb") as f:
         first = f.readline()
     try:
-        obj = json.loads(first)
-    except (ValueError, UnicodeDecodeError):
+        obj = jsontext.loads(first)
+    except JsonTextError:
         return None
     return obj if isinstance(obj, dict) else None
 

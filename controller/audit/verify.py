@@ -35,7 +35,9 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller import jsontext
 from controller.audit.canonical import GENESIS, canonical_text, key_id
+from controller.jsontext import JsonTextError
 
 _STR_FIELDS = ("ts", "kind", "prev", "hash")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -232,8 +234,8 @@ def _peek_record(text: str | None) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return jsontext.loads(text)
+    except JsonTextError:
         return None
 
 
@@ -332,7 +334,9 @@ class _State:
             record = _DECODER.decode(body)
         except _FloatInRecord as exc:
             float_error = f"record contains a float ({exc}); records never contain floats"
-        except (ValueError, RecursionError) as exc:
+        except RecursionError:
+            parse_error = "does not parse as JSON (nested too deep to read)"
+        except ValueError as exc:
             parse_error = f"does not parse as JSON ({exc})"
         claimed = record.get("seq") if isinstance(record, dict) else None
         seq = claimed if type(claimed) is int else None

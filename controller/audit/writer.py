@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from controller import jsontext
 from controller.audit.canonical import (
     GENESIS,
     MAC_ALG,
@@ -51,6 +51,7 @@ from controller.audit.canonical import (
     record_mac,
 )
 from controller.audit.verify import ChainStart, VerifyResult, verify_file
+from controller.jsontext import JsonTextError
 
 if TYPE_CHECKING:
     from controller.audit.anchors import AnchorSink
@@ -215,8 +216,8 @@ def _read_head(fd: int, path: str) -> tuple[int, str]:
         )
 
     try:
-        record = json.loads(last.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        record = jsontext.loads(last)
+    except JsonTextError as exc:
         raise bad(f"does not parse as JSON ({exc})") from None
     if not isinstance(record, dict):
         raise bad("is not a JSON object")
