@@ -54,11 +54,14 @@ def _key(command: str, path: str | None) -> bytes | None:
 def cmd_verify(args: argparse.Namespace) -> int:
     try:
         key = _key("verify", args.key)
-        anchors = read_anchors(args.anchors) if args.anchors else None
+        anchor_notes: list[str] = []
+        anchors = read_anchors(args.anchors, anchor_notes) if args.anchors else None
     except (KeyFileError, AnchorFileError) as exc:
         _err("verify", str(exc))
         return EXIT_BAD_INPUT
-    result = verify_set(args.logs, key=key, anchors=anchors)
+    result = verify_set(args.logs, key=key, anchors=anchors, partial=args.partial)
+    for table in result.tables:
+        table.notes += anchor_notes
     if args.json:
         print(json.dumps({"ok": result.ok, "exit": result.exit_code,
                           "unreadable": result.unreadable,
@@ -170,6 +173,10 @@ def register(sub: Any) -> None:
     verify.add_argument("--key", metavar="FILE", help="key file of a keyed log (hex, ≥ 32 bytes)")
     verify.add_argument("--anchors", metavar="FILE",
                         help="anchor file (JSON Lines of table, file, seq, hash, ts, reason)")
+    verify.add_argument("--partial", action="store_true",
+                        help="the logs given are knowingly part of a table's set: a file the "
+                             "chain or the anchors know of and not given is a note, not a "
+                             "failure")
     verify.add_argument("--json", action="store_true", help="one JSON object on stdout")
     verify.set_defaults(func=cmd_verify)
 

@@ -76,6 +76,10 @@ _SPECS = [
     DeviationSpec("PROTOCOL_ERROR", Severity.WARNING, "",
                   "a device sent malformed traffic (bad CRC, noise, a gap, a duplicate, a bad "
                   "payload …): the driver's diagnostic, with its counts"),
+    DeviationSpec("ANCHOR_WRITE_FAILED", Severity.CRITICAL, "",
+                  "the audit log's head could not be written to its anchor file (a full disk, "
+                  "permissions): the log goes on, but a cut of its tail since the last anchor "
+                  "would go unnoticed until anchors are written again"),
     DeviationSpec("DEVICE_IDENTITY", Severity.CRITICAL, "",
                   "a device was refused: its identity is not on the table's allowlist, or it "
                   "came back from a reconnect as another device"),

@@ -33,6 +33,7 @@ from transitions import Machine, MachineError
 from controller.cards import Card, burn_value, deck
 from controller.deviations import CATALOG, Deviation
 from controller.events import (
+    ANCHOR_WRITE_FAILED,
     DEVICE_INFO_EVENTS,
     Action,
     BetsClosed,
@@ -871,6 +872,11 @@ class TableEngine:
             out.append(self._make(
                 "PROTOCOL_ERROR", f"{e.device}: {count}{what} on the link{total}"
                 + (f" ({e.detail})" if e.detail else ""), **evidence))
+        elif e.code == ANCHOR_WRITE_FAILED:
+            out.append(self._make(
+                ANCHOR_WRITE_FAILED, "the audit log's anchors cannot be written: "
+                + (e.detail or "no detail") + "; the log goes on, but until anchors are "
+                "written again a cut of its tail would go unnoticed", **evidence))
         elif e.code == "DEVICE_IDENTITY":
             out.append(self._make(
                 "DEVICE_IDENTITY", f"{e.device} refused: "

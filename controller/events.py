@@ -249,6 +249,12 @@ class DeviceConnected(Event):
     firmware_hash: str | None = None
 
 
+AUDIT_DEVICE = "audit"
+"""The device name under which the audit log reports on itself (its anchors)."""
+ANCHOR_WRITE_FAILED = "ANCHOR_WRITE_FAILED"
+"""A ``device_diagnostic`` code: an anchor of the log could not be written."""
+
+
 @dataclass(frozen=True, slots=True)
 class DeviceReport(Event):
     """A driver's diagnostic (``type`` ``device_diagnostic``): malformed traffic

@@ -17,7 +17,7 @@ from controller import __version__
 from controller.audit import AuditLog
 from controller.deviations import Deviation, Severity
 from controller.engine import TableEngine
-from controller.events import CardDrawn, Event
+from controller.events import ANCHOR_WRITE_FAILED, AUDIT_DEVICE, CardDrawn, DeviceReport, Event
 from controller.outputs import Note, Output
 from controller.profiles import Profile
 
@@ -97,6 +97,10 @@ class TableSession:
             for output in outputs:
                 self.audit.output(output.to_record(), context=context)
         self._count(event, outputs, shoe_before)
+        if self.audit is not None:
+            for trouble in self.audit.take_anchor_trouble():
+                outputs += self.feed(DeviceReport(device=AUDIT_DEVICE, code=ANCHOR_WRITE_FAILED,
+                                                  detail=trouble[:300], t=event.t))
         return outputs
 
     def _count(self, event: Event, outputs: list[Output], shoe_before: int) -> None:

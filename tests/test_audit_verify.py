@@ -157,9 +157,13 @@ def test_intact_set_verifies_with_anchors_and_each_file_alone(plain: LogSet) -> 
     assert table.head == (last["seq"], last["hash"])
     for path in plain.files:  # a file of a rotated set verifies on its own too
         assert verify_file(path).ok
-    alone = verify_set(plain.files[1:])
+    alone = verify_set(plain.files[1:], partial=True)  # knowingly part of the set
     assert alone.ok
     assert any("not given" in n for n in alone.tables[0].notes)
+    missing = verify_set(plain.files[1:])  # the oldest file deleted (issue 8)
+    assert not missing.ok and missing.exit_code == 1
+    assert missing.tables[0].problems[0].kind == "file-missing"
+    assert missing.tables[0].problems[0].file == plain.files[0].name
 
 
 def test_several_tables_are_grouped_by_table(tmp_path: Path) -> None:
@@ -483,13 +487,15 @@ def test_keyed_verification_with_the_key_file(keyed: LogSet, key_file: Path,
     assert "HMAC chain: checked with the key on every record" in capsys.readouterr().out
 
 
-def test_wrong_key_is_unreadable_input(keyed: LogSet, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture) -> None:
+def test_wrong_key_is_a_tampered_log(keyed: LogSet, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture) -> None:
+    """Issue 8: a log re-signed with someone else's key used to exit 2 ("nothing judged")."""
     other = tmp_path / "other.key"
     other.write_text("ab" * 32)
     other.chmod(0o600)
-    assert main(["audit", "verify", "--key", str(other), str(keyed.files[0])]) == 2
-    assert "wrong key" in capsys.readouterr().out
+    assert main(["audit", "verify", "--key", str(other), str(keyed.files[0])]) == 1
+    out = capsys.readouterr().out
+    assert "wrong key" in out and "re-signed" in out
 
 
 def test_unkeyed_log_fails_keyed_verification(plain: LogSet, key_file: Path,

@@ -987,6 +987,24 @@ def test_protocol_error_in_any_state_changes_nothing(name: str) -> None:
     assert codes_of(r2.feed(BAD_CRC)) == ["PROTOCOL_ERROR"] and r2.state == "device_fault"
 
 
+ANCHORS_FULL = {"type": "device_diagnostic", "device": "audit", "code": "ANCHOR_WRITE_FAILED",
+                "detail": "the round_end anchor (seq 812) could not be written to "
+                          "/var/lib/shoewarden/anchors.jsonl: No space left on device"}
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_anchor_write_failed_is_critical_and_play_goes_on(name: str) -> None:
+    steps = day(name)
+    c = round_cards(steps, 2)[1]
+    clean = run(name, events(steps))
+    r = run(name, events(insert(steps, c, ANCHORS_FULL)))
+    (dev,) = only(r, "ANCHOR_WRITE_FAILED")
+    assert dev.severity == Severity.CRITICAL and "No space left" in dev.message
+    assert dev.evidence["device"] == "audit"
+    assert r.states[c] == r.states[c + 1] == "round"  # the state does not change
+    assert [n.data for n in r.notes("round")] == [n.data for n in clean.notes("round")]
+
+
 @pytest.mark.parametrize("name", PROFILES)
 def test_device_identity_refused_device(name: str) -> None:
     steps = day(name)
@@ -1197,6 +1215,7 @@ COVERAGE = {
                          test_unexpected_card_while_closed],
     "PROTOCOL_ERROR": [test_protocol_error_in_any_state_changes_nothing],
     "DEVICE_IDENTITY": [test_device_identity_refused_device],
+    "ANCHOR_WRITE_FAILED": [test_anchor_write_failed_is_critical_and_play_goes_on],
     "SABOT_ROTATION": [test_sabot_rotation_same_sabot_at_the_last_k_openings,
                        test_sabot_rotation_counts_the_days_this_engine_saw],
 }

@@ -24,6 +24,8 @@ nothing.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import threading
 from collections.abc import Iterator
@@ -91,18 +93,35 @@ class AnchorSink:
         line = canonical_bytes(record) + b"\n"
         with self._lock:
             if self.path is not None:
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT
-                             | getattr(os, "O_CLOEXEC", 0), ANCHOR_FILE_MODE)
-                try:
-                    os.write(fd, line)
-                    if self.fsync:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
+                _append_whole(self.path, line, fsync=self.fsync)
             if self.use_syslog:
                 _send_syslog(line[:-1].decode("utf-8"))
             self.written.append(anchor)
         return record
+
+
+def _append_whole(path: str, line: bytes, *, fsync: bool) -> None:
+    """Append ``line`` whole, or not at all: under an exclusive lock (several writers may
+    share an anchor file), a short or failed write (a full disk) is cut back to where the
+    file ended, so no half line is ever left behind; then :class:`OSError`."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                 ANCHOR_FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        end = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes)")
+            if fsync:
+                os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end)
+                os.fsync(fd)
+            raise
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _send_syslog(text: str) -> None:
@@ -113,11 +132,13 @@ def _send_syslog(text: str) -> None:
         _syslog.syslog(facility | _syslog.LOG_NOTICE, f"{SYSLOG_TAG} {text}")
 
 
-def read_anchors(path: str | os.PathLike[str]) -> list[Anchor]:
+def read_anchors(path: str | os.PathLike[str], notes: list[str] | None = None) -> list[Anchor]:
     """Every anchor in an anchor file, in file order; :class:`AnchorFileError` if unreadable.
 
     Lines from syslog (``… shoewarden-audit-anchor {json}``) are accepted too,
-    so a syslog extract can be given as the anchor file.
+    so a syslog extract can be given as the anchor file. A last line without its newline
+    that does not read is a write cut short (a crash, a full disk before anchors were
+    written whole): it is skipped, and said in ``notes`` (when given).
     """
     name = os.fspath(path)
     try:
@@ -126,11 +147,22 @@ def read_anchors(path: str | os.PathLike[str]) -> list[Anchor]:
         raise AnchorFileError("no such anchor file", path=name) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise AnchorFileError(f"cannot read the anchor file: {exc}", path=name) from None
+    torn = bool(text) and not text.endswith("\n")
+    if torn:
+        body, _, last = text.rpartition("\n")
+        try:
+            tail = list(_parse(last, name, first_line=body.count("\n") + 2 if body else 1))
+        except AnchorFileError:
+            if notes is not None:
+                notes.append(f"{name}: line {text.count(chr(10)) + 1}: torn last anchor line "
+                             "(a write cut short) ignored")
+            return list(_parse(body, name))
+        return [*_parse(body, name), *tail]
     return list(_parse(text, name))
 
 
-def _parse(text: str, name: str) -> Iterator[Anchor]:
-    for n, line in enumerate(text.splitlines(), start=1):
+def _parse(text: str, name: str, first_line: int = 1) -> Iterator[Anchor]:
+    for n, line in enumerate(text.splitlines(), start=first_line):
         if not line.strip():
             continue
         if SYSLOG_TAG in line:

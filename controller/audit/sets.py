@@ -152,8 +152,12 @@ class SetCheck:
 
     @property
     def exit_code(self) -> int:
-        """0 intact, 1 tampered, 2 unreadable input (or a wrong key: nothing could be checked)."""
-        if self.unreadable or any(t.wrong_key for t in self.tables):
+        """0 intact, 1 tampered, 2 unreadable input.
+
+        A log whose MACs were made with another key than the one given is tampered (1): it
+        was re-signed by someone else — or the auditor holds the wrong key, which the
+        message says; a log the key holder wrote never fails this way with their key."""
+        if self.unreadable:
             return 2
         return 0 if self.ok else 1
 
@@ -187,8 +191,14 @@ def verify_set(
     *,
     key: bytes | None = None,
     anchors: Sequence[Anchor] | None = None,
+    partial: bool = False,
 ) -> SetCheck:
-    """Verify every file, grouped by table, with the links between files and the anchors."""
+    """Verify every file, grouped by table, with the links between files and the anchors.
+
+    A file of a table that the chain (the first file given continues another) or the
+    anchors know of, and that was not given, is a problem (``file-missing``): deleting a
+    table's oldest or newest day file must not pass. ``partial`` says the files given are
+    knowingly part of a set: then such files are notes."""
     report = SetCheck()
     groups: dict[str, list[Path]] = defaultdict(list)
     seen: set[str] = set()
@@ -215,14 +225,15 @@ def verify_set(
             files = [p for _, p in sorted(zip(names, files, strict=True))]  # type: ignore[misc]
         table_anchors = by_table.get(table, []) + [
             a for a in by_table.get(None, []) if a.file in {p.name for p in files}]
-        check = _verify_table(table, files, key, table_anchors, anchors is not None, report)
+        check = _verify_table(table, files, key, table_anchors, anchors is not None, report,
+                              partial)
         if check is not None:
             report.tables.append(check)
     return report
 
 
 def _verify_table(table: str, files: list[Path], key: bytes | None, anchors: list[Anchor],
-                  use_anchors: bool, report: SetCheck) -> TableCheck | None:
+                  use_anchors: bool, report: SetCheck, partial: bool) -> TableCheck | None:
     check = TableCheck(table)
     want = {a.seq for a in anchors}
     for path in files:
@@ -239,9 +250,9 @@ def _verify_table(table: str, files: list[Path], key: bytes | None, anchors: lis
         if not r.ok:
             check.problems.append(Problem(str(fc.path), r.first_bad_line, r.first_bad_seq,
                                           r.reason or "", r.problem, r.detail))
-        _check_link(check, i)
+        _check_link(check, i, partial)
     if use_anchors:
-        _check_anchors(check, anchors)
+        _check_anchors(check, anchors, partial)
     keyed = any(f.result.keyed or f.result.macs for f in check.files)
     if key is not None:
         check.mac = "checked" if check.ok else "none"
@@ -250,7 +261,7 @@ def _verify_table(table: str, files: list[Path], key: bytes | None, anchors: lis
     return check
 
 
-def _check_link(check: TableCheck, i: int) -> None:
+def _check_link(check: TableCheck, i: int, partial: bool) -> None:
     fc = check.files[i]
     r = fc.result
     chain = r.chain or {}
@@ -266,9 +277,16 @@ def _check_link(check: TableCheck, i: int) -> None:
         if isinstance(cont, dict):
             where = fc.path.parent / str(cont.get("file"))
             there = " (it is in the same directory)" if where.is_file() else ""
-            check.notes.append(
-                f"{fc.name} continues {cont.get('file')} from seq {cont.get('seq')}; that file "
-                f"was not given{there}, so the link to it is not checked")
+            what = (f"{fc.name} continues {cont.get('file')} from seq {cont.get('seq')}; that "
+                    f"file was not given{there}")
+            if partial:
+                check.notes.append(f"{what}, so the link to it is not checked")
+            else:
+                check.problems.append(Problem(
+                    str(cont.get("file")), None, cont.get("seq") if isinstance(
+                        cont.get("seq"), int) else None,
+                    f"{what}: the file before it is missing", FILE_MISSING,
+                    "deleted, or left out (--partial checks only the files given)"))
         return
     before = check.files[i - 1]
     b = before.result
@@ -312,35 +330,35 @@ def _check_link(check: TableCheck, i: int) -> None:
                                       "the MAC chain does not continue the previous file", "mac"))
 
 
-def _check_anchors(check: TableCheck, anchors: list[Anchor]) -> None:
-    hashes: dict[int, tuple[FileCheck, str]] = {}
-    for fc in check.files:
-        for seq, h in fc.result.hashes.items():
-            hashes[seq] = (fc, h)
+def _check_anchors(check: TableCheck, anchors: list[Anchor], partial: bool) -> None:
+    """Every anchor against the record it names, matched by file *and* seq: a table's
+    second chain of a day (``….2.jsonl``) starts again at seq 1, so a seq alone could match
+    the wrong file — and let an edit hide behind the other chain."""
     by_name = {fc.name: fc for fc in check.files}
-    not_given: dict[str, int] = {}
+    not_given: dict[str, Anchor] = {}
     last_for: dict[str, Anchor] = {}
     for a in anchors:
-        if a.file in by_name:
-            last_for[a.file] = a
+        fc = by_name.get(a.file)
+        if fc is None:
+            if a.seq and (a.file not in not_given or a.seq >= not_given[a.file].seq):
+                not_given[a.file] = a
+            continue
+        last_for[a.file] = a
         if a.seq == 0:
             continue
-        found = hashes.get(a.seq)
-        if found is not None:
-            fc, h = found
+        r = fc.result
+        h = r.hashes.get(a.seq)
+        if h is None and a.seq == r.start.seq:
+            h = r.start.hash  # the 'open' anchor of a file continuing another: its start
+        if h is not None:
             check.anchors_checked += 1
             if h != a.hash:
                 check.problems.append(Problem(
-                    str(fc.path), fc.line_of(a.seq), a.seq,
+                    str(fc.path), max(fc.line_of(a.seq), 1), a.seq,
                     f"record differs from the anchor written at {a.ts} ({a.reason}, anchor "
                     f"line {a.line}): the log was rewritten at or before this record",
                     REWRITTEN, "hashes recomputed after an edit"))
             continue
-        fc = by_name.get(a.file)
-        if fc is None:
-            not_given[a.file] = max(not_given.get(a.file, 0), a.seq)
-            continue
-        r = fc.result
         if r.ok and a.seq > r.head_seq:
             check.anchors_checked += 1
             check.problems.append(Problem(
@@ -357,5 +375,12 @@ def _check_anchors(check: TableCheck, anchors: list[Anchor]) -> None:
                 f"record(s) after the writer closed the file at seq {a.seq} (anchor written at "
                 f"{a.ts}, anchor line {a.line}); a writer that reopens a file anchors 'open' "
                 "first, and no such anchor follows", APPENDED, "forged record(s) appended"))
-    for name, seq in sorted(not_given.items()):
-        check.notes.append(f"anchors name {name} (up to seq {seq}), which was not given")
+    for name, a in sorted(not_given.items()):
+        what = (f"the anchors name {name} (up to seq {a.seq}, anchored {a.ts}), which was "
+                "not given")
+        if partial:
+            check.notes.append(what)
+        else:
+            check.problems.append(Problem(
+                name, None, None, f"{what}: a file of this table is missing", FILE_MISSING,
+                "deleted, or left out (--partial checks only the files given)"))

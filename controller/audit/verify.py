@@ -402,8 +402,10 @@ class _State:
                     declared = _declared_key_id(record)
                     if declared is not None and declared != key_id(self.key):
                         raise _BadLine(
-                            seq, f"wrong key: the log was written with key {declared}, the key "
-                            f"given is {key_id(self.key)}; no MAC could be checked", WRONG_KEY)
+                            seq, f"wrong key: the log's MACs were made with key {declared}, "
+                            f"the key given is {key_id(self.key)}: the log was re-signed by "
+                            "someone else (or the key given is not this table's)", WRONG_KEY,
+                            "re-keyed: every record rewritten under another key")
                 detail = ("forged record appended by someone without the key (or the last "
                           "record rewritten)" if is_last else
                           "record rewritten with its hash recomputed, or forged, by someone "

@@ -75,7 +75,9 @@ FILE_MODE = 0o640
 
 ANCHOR_STATES = {"shoe_complete": "shoe_end", "closed": "table_close"}
 """A ``transition`` output into one of these states makes :class:`AuditLog` anchor its head
-(the value is the anchor's ``reason``)."""
+(the value is the anchor's ``reason``). So does the end of every round (reason
+``round_end``, the round's ``note``): a cut of a live table's log can then take at most the
+round in progress with it unnoticed — anchors cost one small fsynced line per round."""
 
 Clock = Callable[[], dt.datetime]
 
@@ -608,6 +610,10 @@ class AuditLog:
         self._writer = writer
         self._anchors = anchors
         self._table = table
+        #: anchors that could not be written (disk full, permissions …), in all
+        self.anchor_failures = 0
+        self._anchor_trouble: list[str] = []  # failures not yet taken (one per failing spell)
+        self._anchors_failing = False
         self._log = structlog.wrap_logger(
             writer,
             processors=[_as_kwargs],
@@ -672,13 +678,35 @@ class AuditLog:
         return self._table
 
     def anchor(self, reason: str) -> dict[str, Any] | None:
-        """Publish the current head (seq, hash) to the anchor sink, if there is one."""
+        """Publish the current head (seq, hash) to the anchor sink, if there is one.
+
+        An anchor that cannot be written never stops the log (the log is the evidence; the
+        anchor only guards its tail): it returns None, is counted in
+        :attr:`anchor_failures`, and the first failure of a spell waits in
+        :meth:`take_anchor_trouble` for the session to feed as an input, so the log says
+        so and the pit is alerted."""
         if self._anchors is None:
             return None
         seq, head = self._writer.head
-        return self._anchors.write(table=self._table, file=self._writer.name, seq=seq,
-                                   hash=head, reason=reason,
-                                   ts=format_ts(self._writer.clock()))
+        try:
+            record = self._anchors.write(table=self._table, file=self._writer.name, seq=seq,
+                                         hash=head, reason=reason,
+                                         ts=format_ts(self._writer.clock()))
+        except OSError as exc:
+            self.anchor_failures += 1
+            if not self._anchors_failing:
+                self._anchor_trouble.append(
+                    f"the {reason} anchor (seq {seq}) could not be written to "
+                    f"{self._anchors.path or 'syslog'}: {exc.strerror or exc}")
+            self._anchors_failing = True
+            return None
+        self._anchors_failing = False
+        return record
+
+    def take_anchor_trouble(self) -> list[str]:
+        """Anchor failures not yet reported (at most one per spell of failures)."""
+        trouble, self._anchor_trouble = self._anchor_trouble, []
+        return trouble
 
     @property
     def logger(self) -> Any:
@@ -723,8 +751,11 @@ class AuditLog:
         record = self._emit(
             "output", _context_fields(context, require_all=True), {"output": dict(output)}
         )
-        if self._anchors is not None and output.get("type") == "transition":
-            reason = ANCHOR_STATES.get(output.get("to"))  # type: ignore[arg-type]
+        if self._anchors is not None:
+            kind = output.get("type")
+            reason = (ANCHOR_STATES.get(output.get("to"))  # type: ignore[arg-type]
+                      if kind == "transition" else
+                      "round_end" if kind == "note" and output.get("kind") == "round" else None)
             if reason is not None:
                 self.anchor(reason)
         return record
