@@ -11,6 +11,7 @@ exit code says which (0 clean, 1 deviations of severity warning or critical,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -68,7 +69,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
     session = TableSession(profile, audit, settings={
         "command": "check", "input": source, "durability": args.durability})
-    bad_lines = 0
+    bad_lines = number = 0
     out = sys.stdout
     try:
         for number, raw in _read_lines(args.input):
@@ -83,16 +84,29 @@ def cmd_check(args: argparse.Namespace) -> int:
             for output in session.feed(event, line=number):
                 if isinstance(output, Deviation):
                     _report_deviation(out, number, output, as_json=args.json)
+    except AuditLogError as e:
+        print(f"shoewarden check: {source}:{number}: cannot write the audit log: {e}; "
+              f"stopped after {session.tally.events} event(s) (the log verifies up to its "
+              "last record)", file=sys.stderr)
+        _close_quietly(session)
+        return EXIT_BAD_INPUT
     except OSError as e:
         print(f"shoewarden check: {source}: {e.strerror or e}", file=sys.stderr)
+        _close_quietly(session)
         return EXIT_BAD_INPUT
-    finally:
-        session.close()
+    _close_quietly(session)
     _summary(session, bad_lines, sys.stderr if args.json else out)
     if bad_lines:
         return EXIT_BAD_INPUT
     worst = session.tally.worst
     return EXIT_DEVIATION if worst in (Severity.WARNING, Severity.CRITICAL) else EXIT_OK
+
+
+def _close_quietly(session: TableSession) -> None:
+    """Close the session's log; a log that cannot be closed (its disk is full) was already
+    reported, and what it holds up to its last whole record stands."""
+    with contextlib.suppress(AuditLogError, OSError):
+        session.close()
 
 
 def _report_bad(source: str, line: int, why: str) -> None:

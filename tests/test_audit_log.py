@@ -540,11 +540,11 @@ def test_bad_durability_policy_is_rejected(log_path: Path, bad) -> None:
     assert not log_path.exists()
 
 
-def test_failed_write_makes_the_log_unusable(log_path: Path, mocker) -> None:
+def test_failed_fsync_makes_the_log_unusable(log_path: Path, mocker) -> None:
     log = AuditLog.open(log_path, clock=FixedClock())
     log.output({"type": "prompt"}, context=CTX)
     mocker.patch("os.fsync", side_effect=OSError(5, "Input/output error"))
-    with pytest.raises(AuditLogError, match="write failed at seq 2"):
+    with pytest.raises(AuditLogError, match="fsync failed at seq 2"):
         log.input({"type": "card", "card": "QH"}, line=1, context=CTX)
     mocker.stopall()
     with pytest.raises(AuditLogError, match="unusable"):

@@ -28,6 +28,7 @@ holds its length and hash.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from controller.audit.files import parse_log_name, table_files
 from controller.audit.records import LogReader
 from controller.audit.replay import Difference, Replayer
 from controller.audit.verify import ChainStart, verify_file
-from controller.audit.writer import AuditLog, AuditLogError, Clock, TornCut
+from controller.audit.writer import AuditLog, AuditLogError, Clock, TornCut, _find_torn_tail
 from controller.session import TableSession
 
 DEFAULT_REASON = "restart after an unclean stop"
@@ -112,6 +113,62 @@ def recover(
     used to rebuild the session.
     """
     file = Path(path)
+    snapshot = _tail_snapshot(file)
+    try:
+        return _recover(file, key=key, durability=durability, clock=clock, anchors=anchors,
+                        reason=reason)
+    except BaseException as exc:
+        if snapshot is None or _restore(file, *snapshot) != "restored":
+            raise  # refused before anything changed (or the file cannot even be put back)
+        if isinstance(exc, AuditLogError | OSError):
+            torn = snapshot[1]
+            kept = (f"the torn last line ({len(torn)} bytes, sha256 "
+                    f"{hashlib.sha256(torn).hexdigest()}) is still there" if torn
+                    else "the log is as it was")
+            raise AuditLogError(f"the recovery could not be written ({exc}); nothing was "
+                                f"changed: {kept}", path=str(file)) from exc
+        raise
+
+
+def _tail_snapshot(file: Path) -> tuple[int, bytes] | None:
+    """Where the last whole line ends, and the bytes after it (a torn line, or nothing):
+    what :func:`_restore` puts back if the recovery cannot be written whole."""
+    try:
+        fd = os.open(file, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        found = _find_torn_tail(fd)
+        return found if found is not None else (os.fstat(fd).st_size, b"")
+    finally:
+        os.close(fd)
+
+
+def _restore(file: Path, offset: int, torn: bytes) -> str:
+    """Put the log back as it was before the recovery began: cut what the recovery wrote,
+    and write the torn line back (its blocks were just freed by the cut). Returns
+    ``unchanged`` (nothing had been written), ``restored`` or ``failed``."""
+    try:
+        fd = os.open(file, os.O_RDWR)
+    except OSError:
+        return "failed"
+    try:
+        size = os.fstat(fd).st_size
+        if size == offset + len(torn) and os.pread(fd, len(torn), offset) == torn:
+            return "unchanged"
+        os.ftruncate(fd, offset)
+        if torn and os.pwrite(fd, torn, offset) != len(torn):
+            return "failed"
+        os.fsync(fd)
+        return "restored"
+    except OSError:
+        return "failed"
+    finally:
+        os.close(fd)
+
+
+def _recover(file: Path, *, key: bytes | None, durability: str, clock: Clock | None,
+             anchors: AnchorSink | None, reason: str) -> RecoveryResult:
     start = chain = None
     if not _has_whole_line(file):
         start, chain = _continuation(file, key)

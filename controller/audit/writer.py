@@ -148,12 +148,26 @@ class _FileSink:
     def __init__(self, fd: int, name: str) -> None:
         self.fd = fd
         self.name = name
+        self.size = os.fstat(fd).st_size  # where the last whole record ends
 
     def write(self, data: bytes) -> None:
+        """Append ``data`` whole, or leave the file as it was: a write that fails part way
+        (a full disk) is cut back to the end of the last whole record, so the log never
+        ends in a half line of this writer's making. The :class:`OSError` then carries
+        ``cut_back = True`` (False when even the cut failed)."""
         view = memoryview(data)
-        while view:
-            n = os.write(self.fd, view)
-            view = view[n:]
+        try:
+            while view:
+                n = os.write(self.fd, view)
+                view = view[n:]
+        except OSError as exc:
+            try:
+                os.ftruncate(self.fd, self.size)
+                exc.cut_back = True  # type: ignore[attr-defined]
+            except OSError:
+                exc.cut_back = False  # type: ignore[attr-defined]
+            raise
+        self.size += len(data)
 
     def sync(self) -> None:
         os.fsync(self.fd)
@@ -507,15 +521,24 @@ class HashChainWriter:
             line = canonical_bytes(record) + b"\n"
             try:
                 self._sink.write(line)
+            except OSError as exc:
+                if not getattr(exc, "cut_back", False):
+                    self._broken = exc  # the file may end in a partial line: never write again
+                raise AuditLogError(
+                    f"write failed at seq {record['seq']}: {exc.strerror or exc}"
+                    + ("; the log still ends with its last whole record" if
+                       getattr(exc, "cut_back", False) else ""), path=self._sink.name
+                ) from exc
+            try:
                 if sync:
                     self._sink.sync()
             except OSError as exc:
-                # The file may now end in a partial line, or hold a record that
-                # is not durable: never write after this (no fsync retry either).
+                # The record may not be durable, and after a failed fsync the kernel may
+                # have dropped it: never write after this (no fsync retry either).
                 self._broken = exc
                 raise AuditLogError(
-                    f"write failed at seq {record['seq']}: {exc}", path=self._sink.name
-                ) from exc
+                    f"fsync failed at seq {record['seq']}: {exc.strerror or exc}",
+                    path=self._sink.name) from exc
             self._seq = record["seq"]
             self._prev = record["hash"]
             if self._key is not None:
