@@ -134,6 +134,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
+    from controller.audit.lock import LogInUseError, hold_table
     from controller.audit.recovery import recover
     from controller.audit.replay import ReplayError
 
@@ -143,8 +144,10 @@ def cmd_recover(args: argparse.Namespace) -> int:
     try:
         key = _key("recover", args.key)
         anchors = AnchorSink(args.anchors, syslog=not args.no_syslog) if args.anchors else None
-        result = recover(args.log, key=key, anchors=anchors, reason=args.reason)
-    except KeyFileError as exc:
+        with hold_table(Path(args.log).parent):  # never under a controller still writing
+            result = recover(args.log, key=key, anchors=anchors, reason=args.reason)
+            result.log.close()
+    except (KeyFileError, LogInUseError) as exc:
         _err("recover", str(exc))
         return EXIT_BAD_INPUT
     except AuditLogError as exc:
@@ -153,7 +156,6 @@ def cmd_recover(args: argparse.Namespace) -> int:
     except (ReplayError, LogReadError, OSError) as exc:
         _err("recover", str(exc))
         return EXIT_BAD_INPUT
-    result.log.close()
     print(result.summary())
     for d in result.differences[:5]:
         print(f"note: the log does not replay identically: {d}")

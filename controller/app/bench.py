@@ -74,6 +74,7 @@ from controller.audit import (
     table_files,
 )
 from controller.audit.history import history_settings
+from controller.audit.lock import LogInUseError, hold_table
 from controller.audit.records import LogReader, LogReadError
 from controller.audit.recovery import recover
 from controller.audit.replay import ReplayError
@@ -495,6 +496,13 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
         (root if root is not None else path.parent) / "anchors.jsonl")
     result.log = path
     try:
+        hold = hold_table(path.parent)  # one writer per table (a second bench is refused)
+    except LogInUseError as e:
+        raise BenchError(str(e)) from e
+    except OSError as e:
+        raise BenchError(f"{path.parent}: cannot use the log directory: "
+                         f"{e.strerror or e}") from e
+    try:
         anchors_path.parent.mkdir(parents=True, exist_ok=True)
         sink = AnchorSink(anchors_path, syslog=False)
         skip = 0
@@ -531,7 +539,11 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
             session = TableSession(profile, audit, settings)
             session.start(table)
     except (AuditLogError, LogReadError, ReplayError, OSError) as e:
+        hold.release()
         raise BenchError(f"{path}: cannot use the audit log: {e}") from e
+    except BaseException:
+        hold.release()
+        raise
     result.resumed_at = skip
 
     # ---- the simulated table, in a child process
@@ -616,6 +628,7 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
         if sim is not None:
             sim.stop()
         session.close()
+        hold.release()
 
     t = session.tally
     result.shoes, result.rounds, result.cards, result.events = t.shoes, t.rounds, t.cards, \

@@ -52,6 +52,7 @@ from controller.audit import (
     table_files,
 )
 from controller.audit.history import history_settings
+from controller.audit.lock import LogInUseError, hold_table
 from controller.audit.records import LogReadError
 from controller.audit.recovery import RecoveryResult, recover
 from controller.audit.replay import ReplayError
@@ -213,6 +214,24 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
     today = today or dt.datetime.now(dt.UTC).date()
     settings: dict[str, Any] = {"command": "run", "table_config": str(cfg.path),
                                 "durability": cfg.durability}
+    try:
+        hold = hold_table(cfg.log_dir / cfg.table)  # one controller per table
+    except LogInUseError as e:
+        err.write(f"shoewarden run: {e}\n")
+        return EXIT_BAD_INPUT
+    except OSError as e:
+        err.write(f"shoewarden run: {cfg.log_dir}: cannot use the log directory: "
+                  f"{e.strerror or e}\n")
+        return EXIT_BAD_INPUT
+    with hold:
+        return _run_held(cfg, key, drivers, today, settings, stdin=stdin, out=out, err=err,
+                         new_log_reason=new_log_reason, utc=utc)
+
+
+def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
+              settings: dict[str, Any], *, stdin: IO[str], out: IO[str], err: IO[str],
+              new_log_reason: str | None, utc: Callable[[], str]) -> int:
+    """``run`` once the table is held."""
     try:
         cfg.log_dir.mkdir(parents=True, exist_ok=True)
         sink = None
