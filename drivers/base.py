@@ -464,6 +464,22 @@ class DeviceDriver(ABC):
         """Build the driver from a table config's ``[devices.<name>]`` table."""
         raise NotImplementedError(f"{cls.__name__} cannot be built from config")
 
+    @classmethod
+    def config_keys(cls) -> frozenset[str]:
+        """The keys of ``[devices.<name>]`` this driver reads (``driver`` names it)."""
+        return frozenset({"driver"})
+
+    @classmethod
+    def check_keys(cls, name: str, config: Mapping[str, Any]) -> None:
+        """Refuse a key the driver does not read — a misspelt timeout must not go unnoticed
+        (``devices.<name>.<key>: unknown key``, like an unknown top-level key)."""
+        known = cls.config_keys()
+        for key in config:
+            if key not in known:
+                raise ValueError(f"devices.{name}.{key}: unknown key for driver "
+                                 f"{config.get('driver', cls.__name__)!s} (known: "
+                                 f"{', '.join(sorted(known))})")
+
     def __enter__(self) -> DeviceDriver:
         return self
 
@@ -577,9 +593,21 @@ class SwpDriver(DeviceDriver):
         from drivers.serial_transport import SerialTransport
         return SerialTransport.from_config(name, config)
 
+    #: the ``[devices.<name>]`` keys of the transport (a subclass with another transport
+    #: names its own)
+    transport_keys: ClassVar[tuple[str, ...]] = ("port", "url", "usb_serial", "baudrate")
+    #: the keys every SWP driver reads: the link timings and the handshake timeout
+    link_keys: ClassVar[tuple[str, ...]] = ("heartbeat_timeout", "ack_timeout", "retries",
+                                            "resend_timeout", "handshake_timeout")
+
+    @classmethod
+    def config_keys(cls) -> frozenset[str]:
+        return super().config_keys() | set(cls.link_keys) | set(cls.transport_keys)
+
     @classmethod
     def from_config(cls, name: str, config: Mapping[str, Any], *,
                     allowlist: Allowlist | None = None, **kwargs: Any) -> SwpDriver:
+        cls.check_keys(name, config)
         link = cls.link_class(**cls.link_options(config))
         kwargs.setdefault("handshake_timeout", config.get("handshake_timeout",
                                                           HANDSHAKE_TIMEOUT))

@@ -172,3 +172,5 @@ class UsbShufflerDriver(ShufflerDriver):
     def make_transport(cls, name: str, config: Mapping[str, Any]) -> Transport:
         from drivers.usb_transport import UsbTransport
         return UsbTransport.from_config(name, config)
+
+    transport_keys: ClassVar[tuple[str, ...]] = ("usb", "usb_timeout_ms")

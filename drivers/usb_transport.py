@@ -103,6 +103,10 @@ class UsbTransport(Transport):
         where = f"devices.{name}.usb"
         if not isinstance(usb_cfg, Mapping):
             raise ValueError(f"{where}: expected {{vendor, product, serial}}, got {usb_cfg!r}")
+        for key in usb_cfg:
+            if key not in ("vendor", "product", "serial", "interface"):
+                raise ValueError(f"{where}.{key}: unknown key (known: interface, product, "
+                                 "serial, vendor)")
         serial = usb_cfg.get("serial")
         if serial is not None and not isinstance(serial, str):
             raise ValueError(f"{where}.serial: expected a string, got {serial!r}")

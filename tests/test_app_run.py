@@ -247,6 +247,10 @@ def test_run_recovers_a_torn_log_and_shows_where_it_stands(tmp_path: Path) -> No
     ("decks = 99", "decks: expected 4...6 decks for gr-blackjack, got 99"),
     ('[devices.shoe]\ndriver = "nope"\nport = "/dev/null"', "no driver named 'nope'"),
     ('[devices.shoe]\ndriver = "swp-shoe"', "devices.shoe: needs 'port'"),
+    ('[devices.shoe]\ndriver = "swp-shoe"\nport = "/dev/null"\nheartbeat_timout = 5',
+     "devices.shoe.heartbeat_timout: unknown key"),
+    ('[devices.shuffler]\ndriver = "swp-usb-shuffler"\nusb = {vendor = 1, product = 2, '
+     'serail = "X"}', "devices.shuffler.usb.serail: unknown key"),
     ('[[allowlist]]\nmodel = "M"', "allowlist[0].serial"),
 ])
 def test_run_bad_config_is_one_line(tmp_path: Path, extra: str, message: str) -> None:
