@@ -221,6 +221,22 @@ class TablePlayer:
         an injected foreign card included): what a controller's log must account for."""
         return {name: list(d.cards_out) for name, d in self.devices.items() if d.cards_out}
 
+    def device_for(self, step: Step) -> str | None:
+        """The device that plays ``step`` (None: the dealer console), as :meth:`_play`
+        routes it — without playing it."""
+        kind, d = step.event["type"], self.devices
+        if kind == "deck_check" and "scanner" in d:
+            return "scanner"
+        if kind == "shuffle" and "shuffler" in d:
+            return "shuffler"
+        if kind == "card":
+            return "shuffler" if self.continuous else "shoe"
+        if kind == "cut_card" and "shoe" in d:
+            return "shoe"
+        if kind == "discards_returned" and self.continuous:
+            return "shuffler"
+        return None
+
     def _play(self, i: int, step: Step) -> str | None:
         ev = step.event
         kind = ev["type"]
@@ -501,6 +517,10 @@ class PtyHost:
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"s")
 
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
     def request_stop(self) -> None:
         self._stop.set()
         with contextlib.suppress(OSError):
@@ -727,8 +747,62 @@ class PtyHost:
 # --------------------------------------------------------------------------- command line
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m simulators.pty_host",
+def console_command(event: dict[str, Any]) -> str:
+    """What a person types at ``shoewarden run``'s dealer console for a console step: the
+    short command where there is one, else the event as JSON (which the console takes)."""
+    kind = event["type"]
+    short = {"shuffle": "s", "shoe_loaded": "l", "round_end": "e", "players_left": "x",
+             "table_close": "q"}
+    if kind in short:
+        return short[kind]
+    if kind == "table_open" and not event.get("deck_lots"):
+        return f"o {event.get('decks', '')} {event.get('sabot') or ''}".rstrip()
+    if kind == "cut":
+        return f"c {event['offset']}"
+    if kind == "cut_card_placed":
+        return "p" + (f" {event['behind']}" if event.get("behind") is not None else "")
+    if kind == "bets_closed" and event.get("boxes") is not None:
+        return "b " + " ".join(str(b) for b in event["boxes"])
+    if kind == "bets_closed" and event.get("players") is not None:
+        return f"b {event['players']}"
+    if kind == "stub_count":
+        return f"n {event['count']}"
+    if kind == "discards_returned":
+        return f"r {event['count']}"
+    if kind == "dealer_change":
+        return f"d {event['dealer']}"
+    if kind == "action" and len(event) <= 3:
+        return f"a {event['action']}"
+    return json.dumps({k: v for k, v in event.items() if k not in ("t", "table")})
+
+
+def play_for_a_person(host: PtyHost, stdin: Any, stdout: Any, pace: float) -> None:
+    """``--dealer person``: the devices play their steps by themselves (one per ``pace``
+    seconds); at each console step the person is shown what to type at ``shoewarden run``'s
+    dealer console, and the day goes on when they press Enter here."""
+    steps = host.steps
+    while not host.player.done and not host.stopping:
+        i = host.player.i
+        step = steps[i]
+        if host.player.device_for(step) is None:
+            stdout.write(f"step {i + 1}/{len(steps)} ({step.event['type']}): type at the "
+                         f"dealer console:  {console_command(step.event)}\n  then press Enter "
+                         "here (Ctrl-D stops)\n")
+            stdout.flush()
+            if not stdin.readline():
+                return
+        host.step(1)
+        while host.player.i <= i and not host.stopping:
+            time.sleep(0.01)
+        if host.player.device_for(step) is not None and pace:
+            time.sleep(pace)
+    if host.player.done:
+        stdout.write("the simulated day has been played; Ctrl-C stops the devices\n")
+        stdout.flush()
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m simulators.pty_host") -> int:
+    ap = argparse.ArgumentParser(prog=prog,
                                  description="Simulated shoe, scanner and shuffler on ptys.")
     ap.add_argument("--profile", help="profile name or file (default: the scenario's)")
     ap.add_argument("--seed", type=int, help="seed of the day and the devices (default: the "
@@ -748,8 +822,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-wait", action="store_true",
                     help="play without waiting for HELLO on every device and a console reader")
     ap.add_argument("--exit-with-parent", action="store_true",
-                    help="exit (cleaning up) when the process that started this one is gone")
+                    help="exit (cleaning up) when the process that started this one is gone"
+                    if prog.startswith("python") else argparse.SUPPRESS)
+    ap.add_argument("--dealer", choices=("simulated", "person"), default="simulated",
+                    help="simulated (default): the simulated dealer plays the console steps "
+                    "into the console FIFO (for shoewarden bench); person: a person types "
+                    "them at shoewarden run's console, shown here one at a time")
+    ap.add_argument("--print-allowlist", nargs="?", const="-", metavar="FILE",
+                    help="print the [[allowlist]] entries of the simulated devices (TOML, for a "
+                    "table config) to FILE or stdout, and exit")
     args = ap.parse_args(argv)
+    if args.link_dir is not None:
+        why = _bad_link_dir(args.link_dir)
+        if why is not None:
+            ap.error(f"--link-dir {args.link_dir}: {why}")
     from controller.profiles import ProfileError
     from simulators.scenario import ScenarioError
 
@@ -768,23 +854,73 @@ def main(argv: list[str] | None = None) -> int:
                           ("decks", "decks")):
             if getattr(args, opt) is not None:
                 setattr(plan, attr, getattr(args, opt))
+        person = args.dealer == "person"
         host = PtyHost(profile_name, args.seed, plan=plan, scenario=scenario, pace=args.pace,
                        shuffler="none" if args.no_shuffler else None,
                        link_dir=args.link_dir, wait_for_hello=not args.no_wait,
-                       wait_for_console=not args.no_wait, log=log,
+                       wait_for_console=not args.no_wait and not person, log=log,
+                       manual=person,
                        parent_pid=os.getppid() if args.exit_with_parent else None)
     except (ProfileError, ScenarioError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
-    ports = host.open()
+    if args.print_allowlist is not None:
+        return _print_allowlist(host, args.print_allowlist, ap.prog)
+    try:
+        ports = host.open()
+    except OSError as e:
+        print(f"{ap.prog}: error: --link-dir {host.link_dir}: {e.strerror or e}",
+              file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, lambda *_: host.request_stop())
     signal.signal(signal.SIGINT, lambda *_: host.request_stop())
+    signal.signal(signal.SIGHUP, lambda *_: host.request_stop())
     print(json.dumps(ports), flush=True)
     log(f"profile {host.profile.name} seed {host.seed} ({len(host.steps)} steps)")
     try:
-        host.serve(exit_after=args.exit_after)
+        if person:
+            host._thread = threading.Thread(target=host.serve, name="pty-host",
+                                            kwargs={"exit_after": args.exit_after},
+                                            daemon=True)
+            host._thread.start()
+            play_for_a_person(host, sys.stdin, sys.stdout, args.pace or 0.0)
+            while host._thread.is_alive():
+                host._thread.join(0.2)
+        else:
+            host.serve(exit_after=args.exit_after)
     finally:
         host.close()
+    return 0
+
+
+def _bad_link_dir(path: str) -> str | None:
+    """Why ``path`` cannot hold the ports and the console FIFO (None: it can)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return "exists and is not a directory"
+    parent = p if p.exists() else next((a for a in p.parents if a.exists()), Path("/"))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{parent} is not writable"
+    if str(p.resolve()).startswith(("/proc", "/sys", "/dev/")):
+        return "not a place for symlinks and a FIFO (a kernel file system)"
+    return None
+
+
+def _print_allowlist(host: PtyHost, target: str, prog: str) -> int:
+    lines = [f"# the simulated devices of {prog} (profile {host.profile.name})"]
+    for entry in host.allowlist():
+        lines.append("[[allowlist]]")
+        lines += [f'{k} = "{v}"' for k, v in entry.items()]
+        lines.append("")
+    text = "\n".join(lines)
+    if target == "-":
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(target).write_text(text, encoding="utf-8")
+    except OSError as e:
+        print(f"{prog}: error: {target}: {e.strerror or e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -274,7 +275,19 @@ def test_example_table_config_loads(tmp_path: Path) -> None:
     cfg = load_table_config(ROOT / "config" / "tables" / "example.toml")
     drivers = create_drivers(cfg.drivers_config())
     assert set(drivers) == {"shoe", "scanner", "shuffler"}
-    assert cfg.key_file is not None and cfg.anchors is not None and cfg.profile.name
+    assert cfg.anchors is not None and cfg.profile.name
+    # the commented lines are the real-table variants: they must be valid config too
+    text = (ROOT / "config" / "tables" / "example.toml").read_text()
+    setting = re.compile(r"^#\s+(\w+ = .*)$")
+    real = "\n".join(m.group(1) if (m := setting.match(line)) else line
+                     for line in text.splitlines()
+                     if not line.startswith(('port = "/tmp', 'driver = "swp-shuffler"')))
+    path = tmp_path / "real.toml"
+    path.write_text(real)
+    cfg = load_table_config(path)
+    assert cfg.key_file is not None and "usb" in cfg.devices["shuffler"]
+    assert cfg.devices["shoe"]["usb_serial"] == "A10K3F"
+    assert create_drivers(cfg.drivers_config()).keys() == {"shoe", "scanner", "shuffler"}
 
 
 # --------------------------------------------------------------------------- the console

@@ -117,11 +117,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     sim.add_argument("--pace", type=_seconds, help="seconds between the dealer's steps")
     sim.add_argument("--shoes", type=_positive, help="shoes (blocks) in the day")
     sim.add_argument("--rounds-per-block", type=_positive, help="rounds per block")
+    sim.add_argument("--decks", type=_positive, help="decks in the pack")
+    sim.add_argument("--no-shuffler", action="store_true",
+                     help="shoe and hand games: the dealer shuffles by hand (console event)")
     sim.add_argument("--link-dir", help="directory for the port symlinks and the console FIFO")
     sim.add_argument("--exit-after", type=_seconds,
                      help="exit this many seconds after the day was played")
     sim.add_argument("--no-wait", action="store_true",
                      help="play at once, without waiting for HELLO and a console reader")
+    sim.add_argument("--dealer", choices=("simulated", "person"), default="simulated",
+                     help="simulated (default): the simulated dealer plays the console steps "
+                     "into the console FIFO; person: you type them at shoewarden run's "
+                     "console, shown here one at a time (Enter for the next)")
+    sim.add_argument("--print-allowlist", nargs="?", const="-", metavar="FILE",
+                     help="print the [[allowlist]] entries of the simulated devices (TOML) to "
+                     "FILE or stdout, and exit")
     sim.set_defaults(func=cmd_sim)
 
     ports = sub.add_parser("ports", help="list serial ports and USB devices",

@@ -84,6 +84,8 @@ class DealerConsole:
     def _event(self, obj: dict[str, Any]) -> Command:
         if self.clock is not None and "t" not in obj:
             obj["t"] = self.clock()
+        if obj.get("type") == "table_open":
+            obj.setdefault("table", self.table)  # this console's table
         try:
             return Command("event", parse_event(obj))
         except EventError as e:

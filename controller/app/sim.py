@@ -19,9 +19,15 @@ def cmd_sim(args: Any) -> int:
     for opt, value in (("--profile", args.profile), ("--seed", args.seed),
                        ("--scenario", args.scenario), ("--pace", args.pace),
                        ("--shoes", args.shoes), ("--rounds-per-block", args.rounds_per_block),
-                       ("--link-dir", args.link_dir), ("--exit-after", args.exit_after)):
+                       ("--link-dir", args.link_dir), ("--exit-after", args.exit_after),
+                       ("--decks", args.decks)):
         if value is not None:
             argv += [opt, str(value)]
     if args.no_wait:
         argv.append("--no-wait")
-    return main(argv)
+    if args.no_shuffler:
+        argv.append("--no-shuffler")
+    argv += ["--dealer", args.dealer]
+    if args.print_allowlist is not None:
+        argv += ["--print-allowlist", args.print_allowlist]
+    return main(argv, prog="shoewarden sim")
