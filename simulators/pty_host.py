@@ -815,6 +815,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m simulators.pty_ho
     ap.add_argument("--shoes", type=int, help="shoes in the day (DayPlan.shoes)")
     ap.add_argument("--rounds-per-block", type=int, help="DayPlan.rounds_per_block")
     ap.add_argument("--decks", type=int, help="decks in the pack")
+    ap.add_argument("--table", help="the table id the day opens (DayPlan.table, default T1)")
     ap.add_argument("--link-dir", help="directory for the port symlinks and the console FIFO "
                     "(default: a new temporary directory, removed at exit)")
     ap.add_argument("--exit-after", type=float, help="exit this many seconds after the day "
@@ -851,7 +852,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m simulators.pty_ho
         if scenario is not None:
             plan = scenario.day_plan(plan)
         for opt, attr in (("shoes", "shoes"), ("rounds_per_block", "rounds_per_block"),
-                          ("decks", "decks")):
+                          ("decks", "decks"), ("table", "table")):
             if getattr(args, opt) is not None:
                 setattr(plan, attr, getattr(args, opt))
         person = args.dealer == "person"

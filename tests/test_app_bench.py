@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,9 @@ from controller.app.bench import (
     run_bench,
 )
 from controller.app.ports import print_ports
-from controller.audit import verify_file
+from controller.audit import table_files, verify_file
 from controller.audit.replay import replay
+from controller.cli import main
 from controller.profiles import load_profile, profile_names
 from simulators.scenario import load_scenario, scenario_names
 
@@ -233,3 +235,29 @@ def test_ports_lists_serial_ports_and_usb_devices() -> None:
     out = io.StringIO()
     print_ports(out, comports=lambda: [], backend=None)  # this machine: maybe no libusb
     assert out.getvalue().startswith("serial ports (0):")
+
+
+def test_benches_deal_side_by_side_as_different_tables(tmp_path: Path) -> None:
+    """--table names the table in the log (issue 8): two benches into one log directory at
+    once, each its own table and chain; a third on a table in use is refused."""
+    def bench(table: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "controller", "bench", "--profile",
+                                 "gr-blackjack", "--shoes", "1", "--seed", "3", "--log",
+                                 str(tmp_path / "logs"), "--table", table, "--pace", "0.01"],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    a, b = bench("BJ-01"), bench("BJ-02")
+    time.sleep(0.5)
+    same = subprocess.run([sys.executable, "-m", "controller", "bench", "--profile",
+                           "gr-blackjack", "--shoes", "1", "--log", str(tmp_path / "logs"),
+                           "--table", "BJ-01"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    out_a, _ = a.communicate(timeout=120)
+    out_b, _ = b.communicate(timeout=120)
+    assert a.returncode == 0 and b.returncode == 0, (out_a[-500:], out_b[-500:])
+    assert same.returncode == 2 and "in use by process" in same.stderr, same.stderr
+    for table in ("BJ-01", "BJ-02"):
+        (log,) = table_files(tmp_path / "logs", table)
+        records = [json.loads(line) for line in log.read_text().splitlines()]
+        assert {r["table"] for r in records if r.get("table")} == {table}
+        assert main(["audit", "verify", str(log)]) == 0

@@ -73,6 +73,7 @@ from controller.audit import (
     parse_log_name,
     table_files,
 )
+from controller.audit.files import check_table_id
 from controller.audit.history import history_settings
 from controller.audit.lock import LogInUseError, hold_table
 from controller.audit.records import LogReader, LogReadError
@@ -120,6 +121,7 @@ class BenchOptions:
     stall_timeout: float = 30.0
     startup_timeout: float = 30.0
     verbose: bool = False
+    table: str | None = None  # the table id written in the log (default: the day's, T1)
 
 
 # --------------------------------------------------------------------------- sequencing
@@ -428,6 +430,12 @@ def _plan(scenario: Scenario | None, opts: BenchOptions) -> DayPlan:
             raise BenchError(f"--rounds-per-block: {opts.rounds_per_block} is out of range "
                              "1..1000")
         plan.rounds_per_block = opts.rounds_per_block
+    if opts.table is not None:
+        try:
+            check_table_id(opts.table)
+        except ValueError as e:
+            raise BenchError(f"--table: {e}") from None
+        plan.table = opts.table
     return plan
 
 
@@ -549,7 +557,7 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
     # ---- the simulated table, in a child process
     argv = [sys.executable, "-m", "simulators.pty_host", "--profile", profile_arg,
             "--seed", str(seed), "--shoes", str(plan.shoes), "--rounds-per-block",
-            str(plan.rounds_per_block), "--exit-with-parent"]
+            str(plan.rounds_per_block), "--table", plan.table, "--exit-with-parent"]
     if plan.decks is not None:
         argv += ["--decks", str(plan.decks)]
     if scenario is not None:
@@ -704,7 +712,8 @@ def cmd_bench(args: Any) -> int:
                         rounds_per_block=args.rounds_per_block, seed=args.seed,
                         scenario=args.scenario, log=args.log, anchors=args.anchors,
                         pace=args.pace, durability=args.durability,
-                        stall_timeout=args.stall_timeout, verbose=args.verbose)
+                        stall_timeout=args.stall_timeout, verbose=args.verbose,
+                        table=args.table)
     try:
         result = run_bench(opts, sys.stdout)
     except BenchError as e:

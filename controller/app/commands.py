@@ -94,6 +94,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     bench.add_argument("--log", metavar="FILE|DIR", help="audit log: a .jsonl file, or a "
                        "directory (one file per table per day); an existing log of the same "
                        "day is resumed (default: a new temporary directory)")
+    bench.add_argument("--table", metavar="ID",
+                       help="the table id written in the log (letters, digits, . _ -; default "
+                       "T1): several benches deal side by side as different tables")
     bench.add_argument("--anchors", metavar="FILE",
                        help="anchor file (default: anchors.jsonl beside the logs)")
     bench.add_argument("--pace", type=_seconds, help="seconds between the dealer's steps "
