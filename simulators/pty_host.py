@@ -486,7 +486,9 @@ class PtyHost:
     def open(self) -> dict[str, str]:
         """Create the ptys, the symlinks and the console FIFO; returns :attr:`ports`."""
         if self.link_dir is None:
-            self.link_dir = Path(tempfile.mkdtemp(prefix="shoewarden-sim-"))
+            sweep_stale_link_dirs()
+            self.link_dir = Path(tempfile.mkdtemp(prefix=LINK_DIR_PREFIX))
+            (self.link_dir / "pid").write_text(f"{os.getpid()}\n")
         self.link_dir.mkdir(parents=True, exist_ok=True)
         self._t0 = self.clock()
         for name in self.devices:
@@ -747,6 +749,36 @@ class PtyHost:
 # --------------------------------------------------------------------------- command line
 
 
+LINK_DIR_PREFIX = "shoewarden-sim-"
+
+
+def sweep_stale_link_dirs(tmp: str | None = None) -> list[Path]:
+    """Remove the temporary link directories of pty hosts that are gone (killed: nothing
+    ran their cleanup). Each holds its host's ``pid``; a directory without one, or whose
+    process is alive, is left alone. Returns what was removed."""
+    removed = []
+    for d in Path(tmp or tempfile.gettempdir()).glob(LINK_DIR_PREFIX + "*"):
+        try:
+            pid = int((d / "pid").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def console_command(event: dict[str, Any]) -> str:
     """What a person types at ``shoewarden run``'s dealer console for a console step: the
     short command where there is one, else the event as JSON (which the console takes)."""
@@ -781,21 +813,26 @@ def play_for_a_person(host: PtyHost, stdin: Any, stdout: Any, pace: float) -> No
     seconds); at each console step the person is shown what to type at ``shoewarden run``'s
     dealer console, and the day goes on when they press Enter here."""
     steps = host.steps
+    played: Counter[str] = Counter()  # the device steps so far, by event type
     while not host.player.done and not host.stopping:
         i = host.player.i
         step = steps[i]
         if host.player.device_for(step) is None:
+            after = ", ".join(f"{k} {n}" for k, n in sorted(played.items())) or "nothing"
             stdout.write(f"step {i + 1}/{len(steps)} ({step.event['type']}): type at the "
-                         f"dealer console:  {console_command(step.event)}\n  then press Enter "
-                         "here (Ctrl-D stops)\n")
+                         f"dealer console:  {console_command(step.event)}\n  once run shows "
+                         f"the devices' inputs so far ({after}), then press Enter here "
+                         "(Ctrl-D stops)\n")
             stdout.flush()
             if not stdin.readline():
                 return
         host.step(1)
         while host.player.i <= i and not host.stopping:
             time.sleep(0.01)
-        if host.player.device_for(step) is not None and pace:
-            time.sleep(pace)
+        if host.player.device_for(step) is not None:
+            played[step.event["type"]] += 1
+            if pace:
+                time.sleep(pace)
     if host.player.done:
         stdout.write("the simulated day has been played; Ctrl-C stops the devices\n")
         stdout.flush()

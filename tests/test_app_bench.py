@@ -261,3 +261,54 @@ def test_benches_deal_side_by_side_as_different_tables(tmp_path: Path) -> None:
         records = [json.loads(line) for line in log.read_text().splitlines()]
         assert {r["table"] for r in records if r.get("table")} == {table}
         assert main(["audit", "verify", str(log)]) == 0
+
+
+def _umask_000() -> None:
+    os.umask(0)
+
+
+def test_audit_data_is_0750_and_0640_whatever_the_umask(tmp_path: Path) -> None:
+    """Issue 8: under umask 000 the --log root was 0777 (and it holds the anchors)."""
+    logs = tmp_path / "a" / "logs"
+    run = subprocess.run([sys.executable, "-m", "controller", "bench", "--profile",
+                          "gr-blackjack", "--shoes", "1", "--seed", "3", "--log", str(logs)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         preexec_fn=_umask_000)
+    assert run.returncode == 0, run.stdout[-500:] + run.stderr[-500:]
+    modes = {p.relative_to(tmp_path).as_posix(): oct(p.stat().st_mode & 0o777)
+             for p in [tmp_path / "a", *sorted((tmp_path / "a").rglob("*"))]}
+    assert modes == {"a": "0o750", "a/logs": "0o750", "a/logs/anchors.jsonl": "0o640",
+                     "a/logs/T1": "0o750", "a/logs/T1/.shoewarden.lock": "0o640",
+                     "a/logs/T1/T1-2026-11-21.jsonl": "0o640"}, modes
+
+
+def test_a_killed_simulator_leaves_nothing_in_the_temp_dir(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    bench = subprocess.Popen([sys.executable, "-m", "controller", "bench", "--profile",
+                              "gr-blackjack", "--shoes", "1", "--pace", "0.05", "--log",
+                              str(tmp_path / "logs")], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not list(tmp.glob("shoewarden-sim-*/pid")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (pid_file,) = tmp.glob("shoewarden-sim-*/pid")
+    child = int(pid_file.read_text())
+    time.sleep(0.5)
+    os.kill(child, signal.SIGKILL)  # the simulator dies without cleaning up
+    bench.communicate(timeout=60)
+    assert bench.returncode != 0
+    assert not list(tmp.glob("shoewarden-sim-*"))
+    # both killed at once: the next simulator sweeps what they left
+    stale = tmp / "shoewarden-sim-stale"
+    stale.mkdir()
+    (stale / "pid").write_text(f"{child}\n")  # that process is gone
+    kept = tmp / "shoewarden-sim-alive"
+    kept.mkdir()
+    (kept / "pid").write_text(f"{os.getpid()}\n")
+    run = subprocess.run([sys.executable, "-m", "controller", "bench", "--profile",
+                          "gr-blackjack", "--shoes", "1", "--log", str(tmp_path / "logs2")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-500:]
+    assert [p.name for p in tmp.glob("shoewarden-sim-*")] == ["shoewarden-sim-alive"]

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 
 from controller.audit import table_files, verify_file
@@ -62,6 +63,7 @@ def test_example_table_config_runs_against_the_simulator() -> None:
         assert run.stdout is not None and run.stdin is not None
         run_out = lines_of(run.stdout)
         transcript: list[str] = []
+        seen: Counter[str] = Counter()  # run's inputs so far, by type
         typed = 0
         while True:
             line = next_line(sim_out, "the next step")
@@ -71,16 +73,26 @@ def test_example_table_config_runs_against_the_simulator() -> None:
                 continue
             kind = line.split("(", 1)[1].split(")", 1)[0]
             command = line.split("console:", 1)[1].strip()
+            prompt = next_line(sim_out, "the Enter prompt")
+            after = prompt.split("so far (", 1)[1].split(")", 1)[0]
+            want = Counter() if after == "nothing" else Counter(
+                {k: int(n) for k, n in (part.rsplit(" ", 1) for part in after.split(", "))})
+            while want - seen:  # as the person would: wait until run shows the devices' inputs
+                echoed = next_line(run_out, f"run to show {want - seen}")
+                transcript.append(echoed)
+                if echoed.startswith("> "):
+                    seen[echoed[2:].split()[0]] += 1
             run.stdin.write(command + "\n")
             run.stdin.flush()
             typed += 1
             while True:  # run has taken it when it echoes the input
                 echoed = next_line(run_out, f"run to take {command!r}")
                 transcript.append(echoed)
+                if echoed.startswith("> "):
+                    seen[echoed[2:].split()[0]] += 1
                 if echoed.startswith(f"> {kind}") or "  ? " in echoed:
                     break
             assert "  ? " not in echoed, (command, echoed)
-            next_line(sim_out, "the Enter prompt")  # "then press Enter here"
             sim.stdin.write("\n")
             sim.stdin.flush()
         run.stdin.write("quit\n")

@@ -76,6 +76,7 @@ from controller.audit import (
 from controller.audit.files import check_table_id
 from controller.audit.history import history_settings
 from controller.audit.lock import LogInUseError, hold_table
+from controller.audit.modes import make_dirs
 from controller.audit.records import LogReader, LogReadError
 from controller.audit.recovery import recover
 from controller.audit.replay import ReplayError
@@ -88,7 +89,7 @@ from drivers.errors import DeviceError
 from drivers.registry import create_drivers
 from drivers.supervisor import Backoff
 from simulators.dealer import DayPlan
-from simulators.pty_host import ConsoleMerger, PtyHost
+from simulators.pty_host import ConsoleMerger, PtyHost, sweep_stale_link_dirs
 from simulators.scenario import Scenario, ScenarioError, load_scenario
 
 log = logging.getLogger("shoewarden.bench")
@@ -291,6 +292,7 @@ class Simulator:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._drain.join(2)
+        sweep_stale_link_dirs()  # the child's, if it was killed before it could clean up
 
 
 def console_reader(path: str, runtime: TableRuntime, stop: threading.Event,
@@ -511,7 +513,7 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
         raise BenchError(f"{path.parent}: cannot use the log directory: "
                          f"{e.strerror or e}") from e
     try:
-        anchors_path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(anchors_path.parent)
         sink = AnchorSink(anchors_path, syslog=False)
         skip = 0
         restore: dict[str, list[str]] = {}
@@ -542,7 +544,7 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
                                        anchors=sink)
                 settings.update(history_settings(root, table, date))
             else:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                make_dirs(path.parent)
                 audit = AuditLog.open(path, durability=opts.durability, anchors=sink)
             session = TableSession(profile, audit, settings)
             session.start(table)

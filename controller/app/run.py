@@ -53,6 +53,7 @@ from controller.audit import (
 )
 from controller.audit.history import history_settings
 from controller.audit.lock import LogInUseError, hold_table
+from controller.audit.modes import make_dirs
 from controller.audit.records import LogReadError
 from controller.audit.recovery import RecoveryResult, recover
 from controller.audit.replay import ReplayError
@@ -233,11 +234,11 @@ def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
               new_log_reason: str | None, utc: Callable[[], str]) -> int:
     """``run`` once the table is held."""
     try:
-        cfg.log_dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(cfg.log_dir)
         sink = None
         if cfg.anchors is not None or cfg.anchors_syslog:
             if cfg.anchors is not None:
-                cfg.anchors.parent.mkdir(parents=True, exist_ok=True)
+                make_dirs(cfg.anchors.parent)
             sink = AnchorSink(cfg.anchors, syslog=cfg.anchors_syslog)
         session, recovered, note = open_day_log(cfg, key=key, sink=sink, today=today,
                                                 new_log_reason=new_log_reason,

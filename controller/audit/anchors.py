@@ -35,6 +35,7 @@ from typing import Any
 
 from controller import jsontext
 from controller.audit.canonical import canonical_bytes
+from controller.audit.modes import open_file
 from controller.jsontext import JsonTextError
 
 try:  # not on every platform
@@ -42,7 +43,6 @@ try:  # not on every platform
 except ImportError:  # pragma: no cover - e.g. Windows
     _syslog = None  # type: ignore[assignment]
 
-ANCHOR_FILE_MODE = 0o640
 SYSLOG_TAG = "shoewarden-audit-anchor"
 
 
@@ -104,8 +104,7 @@ def _append_whole(path: str, line: bytes, *, fsync: bool) -> None:
     """Append ``line`` whole, or not at all: under an exclusive lock (several writers may
     share an anchor file), a short or failed write (a full disk) is cut back to where the
     file ended, so no half line is ever left behind; then :class:`OSError`."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                 ANCHOR_FILE_MODE)
+    fd = open_file(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         end = os.fstat(fd).st_size

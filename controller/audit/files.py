@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from controller.audit.anchors import AnchorSink
+from controller.audit.modes import make_dirs
 from controller.audit.verify import ChainStart, VerifyResult, verify_file
 from controller.audit.writer import AuditLog, AuditLogError, Clock
 
 LOG_SUFFIX = ".jsonl"
-DIR_MODE = 0o750
 _NAME = re.compile(r"^(?P<table>.+)-(?P<date>\d{4}-\d{2}-\d{2})(?:\.(?P<part>\d+))?\.jsonl$")
 _TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -117,7 +117,7 @@ def open_table_log(
     if date is None:
         date = (clock() if clock else dt.datetime.now(dt.UTC)).astimezone(dt.UTC).date()
     directory = Path(root) / table
-    directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    make_dirs(directory)
     files = table_files(root, table)
     same_day = [p for p in files if parse_log_name(p.name).date == date]  # type: ignore[union-attr]
     common: dict[str, Any] = {"durability": durability, "clock": clock, "key": key,

@@ -18,8 +18,9 @@ import sys
 import threading
 from pathlib import Path
 
+from controller.audit.modes import make_dirs, open_file
+
 LOCK_NAME = ".shoewarden.lock"
-LOCK_MODE = 0o640
 
 _held: dict[str, list[int]] = {}  # realpath of the lock file -> [fd, holds]
 _guard = threading.Lock()
@@ -64,14 +65,14 @@ def hold_table(directory: str | os.PathLike[str]) -> TableHold:
     """Hold the table whose log files are in ``directory`` (created 0750 if missing), or
     raise :class:`LogInUseError` naming the process that holds it."""
     path = Path(directory)
-    path.mkdir(parents=True, exist_ok=True, mode=0o750)
+    make_dirs(path)
     lock = path / LOCK_NAME
     key = os.path.realpath(lock)
     with _guard:
         if key in _held:
             _held[key][1] += 1
             return TableHold(key)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), LOCK_MODE)
+        fd = open_file(lock, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -50,6 +50,7 @@ from controller.audit.canonical import (
     record_hash,
     record_mac,
 )
+from controller.audit.modes import FILE_MODE
 from controller.audit.verify import ChainStart, VerifyResult, verify_file
 from controller.jsontext import JsonTextError
 
@@ -70,8 +71,6 @@ FSYNC_KINDS = frozenset({"input", "header"})
 
 CONTEXT_KEYS = ("table", "shoe", "round", "state")
 """The context every record carries (``null`` where it does not apply)."""
-
-FILE_MODE = 0o640
 
 ANCHOR_STATES = {"shoe_complete": "shoe_end", "closed": "table_close"}
 """A ``transition`` output into one of these states makes :class:`AuditLog` anchor its head
