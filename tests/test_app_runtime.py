@@ -255,3 +255,37 @@ def test_a_failing_device_thread_stops_the_runtime_with_a_clear_message() -> Non
     last = [r for r in records(t.stream) if r["kind"] == "input"][-1]["event"]
     assert (last["device"], last["code"]) == (CONTROLLER, CONTROLLER_ERROR)
     assert t.driver.state == "closed"  # the device thread closed its drivers on the way out
+
+
+def test_a_person_alone_cannot_clear_a_refused_identity() -> None:
+    """Issue 8: `k shoe DEVICE_IDENTITY` used to clear the refusal while the device stayed
+    refused. It now only asks for the device to be tried again; the fault clears when the
+    device identifies as an allowed device."""
+    t = Table(allow=False, tick=0.02)
+    t.runtime.start()
+    try:
+        wait_for(lambda: "device_fault" in t.types())
+        t.runtime.clear_fault("shoe", "DEVICE_IDENTITY")  # the same device: refused again
+        wait_for(lambda: t.deviations().count("DEVICE_IDENTITY") == 2)
+        states: list[str] = []
+        t.runtime.post_call(lambda: states.append(t.session.engine.state))
+        wait_for(lambda: bool(states))
+        assert states == ["device_fault"] and "device_ok" not in t.types()
+        ident = t.device.identity  # a person puts the right device on the allowlist …
+        t.driver.allowlist = Allowlist.from_config({"allowlist": [{
+            "kind": ident.kind, "model": ident.model, "serial": ident.serial,
+            "firmware": ident.firmware, "firmware_hash": ident.firmware_hash}]})
+        t.runtime.clear_fault("shoe", "DEVICE_IDENTITY")  # … and asks again: it identifies
+        wait_for(lambda: "device_ok" in t.types())
+        t.runtime.post_call(lambda: states.append(t.session.engine.state))
+        wait_for(lambda: len(states) == 2)
+    finally:
+        t.runtime.request_stop()
+        assert t.runtime.wait(10)
+    retries = [e for e, _, _ in t.fed if e.type == "device_diagnostic"
+               and e.code == "IDENTITY_RETRY"]
+    assert len(retries) == 2
+    ok = next(e for e, _, _ in t.fed if e.type == "device_ok")
+    assert (ok.device, ok.code) == ("shoe", "DEVICE_IDENTITY")
+    assert "identified" in (ok.detail or "")
+    assert states[1] != "device_fault"

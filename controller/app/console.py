@@ -86,6 +86,10 @@ class DealerConsole:
             obj["t"] = self.clock()
         if obj.get("type") == "table_open":
             obj.setdefault("table", self.table)  # this console's table
+        if obj.get("type") == "device_ok" and obj.get("code") == "DEVICE_IDENTITY":
+            return Command("error", message="a refused device clears DEVICE_IDENTITY itself, "
+                           "by identifying as an allowed device: `k DEVICE DEVICE_IDENTITY` "
+                           "tries it again")
         try:
             return Command("event", parse_event(obj))
         except EventError as e:

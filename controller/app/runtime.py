@@ -49,7 +49,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from controller.events import DeckCheck, DeviceFault, DeviceOk, Event, EventError, parse_event
+from controller.events import (
+    DeckCheck,
+    DeviceFault,
+    DeviceOk,
+    DeviceReport,
+    Event,
+    EventError,
+    parse_event,
+)
 from controller.outputs import Output
 from controller.session import TableSession
 from drivers.base import (
@@ -73,6 +81,8 @@ log = logging.getLogger("shoewarden.runtime")
 
 CONTROLLER = "controller"
 CONTROLLER_ERROR = "CONTROLLER_ERROR"
+IDENTITY_RETRY = "IDENTITY_RETRY"
+"""A ``device_diagnostic`` (a note): a person asked for a refused device to be tried again."""
 LINK_CODES = frozenset({SILENT, NO_ACK, LOST_FRAMES, DISCONNECTED, IO_ERROR, DEVICE_IDENTITY})
 """``device_fault`` codes a driver raises about its link (not caused by a device message)."""
 LOGGED_DIAGNOSTICS = frozenset({PROTOCOL_ERROR, DEVICE_IDENTITY, NAK, DRIVER_ERROR})
@@ -338,8 +348,22 @@ class TableRuntime:
             self._queue.put(("device", (slot, outputs)))
 
     def _clear(self, device: str, code: str) -> list[Any]:
-        """Device thread: the ``device_ok`` for a fault a person dealt with."""
+        """Device thread: the ``device_ok`` for a fault a person dealt with.
+
+        Not for ``DEVICE_IDENTITY``: the controller itself refused the device, and a person
+        saying so does not make it allowed. Their ``k`` asks for the device to be tried
+        again (a new handshake; logged as an ``IDENTITY_RETRY`` note); the fault clears only
+        when the device identifies as an allowed device (the driver's own ``device_ok``)."""
         slot = self.slots.get(device)
+        if code == DEVICE_IDENTITY:
+            if slot is None:
+                why = "no such device in this table's config: it cannot identify again"
+            else:
+                self._post_outputs(slot, slot.supervisor.resume(self.clock()))
+                why = ("a person asked to try the device again; it stays refused until it "
+                       "identifies as a device on the allowlist")
+            return [DeviceReport(device=device, code=IDENTITY_RETRY, kind=code, detail=why,
+                                 t=self.utc())]
         outs: list[Any] = []
         if slot is not None and code in slot.driver.open_faults:
             outs = slot.driver.clear_fault(code)
