@@ -143,8 +143,34 @@ def test_bench_bad_input_is_one_line_no_traceback(args: list[str], message: str)
 def test_bench_refuses_a_log_of_another_day(tmp_path: Path) -> None:
     result, out = bench(tmp_path, profile="gr-stud-poker", shoes=1, rounds_per_block=2, seed=1)
     assert result.code == EXIT_OK, out
-    with pytest.raises(BenchError, match=r"holds another bench day .*seed is 1, not 2"):
+    with pytest.raises(BenchError, match=r"holds another bench day \(its seed is not 2\)"):
         bench(tmp_path, profile="gr-stud-poker", shoes=1, rounds_per_block=2, seed=2)
+
+
+def test_the_bench_log_commits_to_its_seed_and_reveals_it_when_the_day_is_over(
+        tmp_path: Path) -> None:
+    """Issue 8: the first record held the seed, from which every card of the day can be
+    predicted before it is dealt. Now the header holds a hash of it (with a nonce kept in
+    <log>.seed, 0600), and the seed comes at the end of the day."""
+    import hashlib
+
+    from controller.app.bench import seed_file
+
+    result, out = bench(tmp_path, profile="gr-blackjack", shoes=1, seed=11)
+    assert result.code == EXIT_OK, out
+    lines = result.log.read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    reveal = records[-1]
+    assert reveal["kind"] == "seed_reveal" and reveal["seed"] == 11
+    before = "\n".join(lines[:-1])
+    assert '"seed"' not in before and '"seed":11' not in before  # never before the end
+    commitment = records[0]["settings"]["seed_commitment"]
+    assert commitment == "sha256:" + hashlib.sha256(
+        f"{reveal['nonce']}:11".encode()).hexdigest()
+    kept = seed_file(result.log)
+    assert oct(kept.stat().st_mode & 0o777) == "0o600"
+    assert json.loads(kept.read_text())["nonce"] == reveal["nonce"]
+    log_is_sound(result)
 
 
 def test_bench_facts_count_unreadable_cards_as_cards(tmp_path: Path) -> None:
@@ -279,7 +305,8 @@ def test_audit_data_is_0750_and_0640_whatever_the_umask(tmp_path: Path) -> None:
              for p in [tmp_path / "a", *sorted((tmp_path / "a").rglob("*"))]}
     assert modes == {"a": "0o750", "a/logs": "0o750", "a/logs/anchors.jsonl": "0o640",
                      "a/logs/T1": "0o750", "a/logs/T1/.shoewarden.lock": "0o640",
-                     "a/logs/T1/T1-2026-11-21.jsonl": "0o640"}, modes
+                     "a/logs/T1/T1-2026-11-21.jsonl": "0o640",
+                     "a/logs/T1/T1-2026-11-21.jsonl.seed": "0o600"}, modes  # the seed: 0600
 
 
 def test_a_killed_simulator_leaves_nothing_in_the_temp_dir(tmp_path: Path) -> None:

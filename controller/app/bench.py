@@ -47,6 +47,7 @@ person at a bench). Exact for days whose device events do not depend on timing (
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -441,11 +442,63 @@ def _plan(scenario: Scenario | None, opts: BenchOptions) -> DayPlan:
     return plan
 
 
-def _settings(profile: Profile, seed: int, scenario: Scenario | None, plan: DayPlan,
-              opts: BenchOptions) -> dict[str, Any]:
-    return {"command": "bench", "bench_profile": profile.name, "seed": seed,
+def seed_commitment(seed: int, nonce: str) -> str:
+    """The commitment to a bench day's seed written in its log's header: every card of the
+    day follows from the seed, so the log holds only this hash until the day is over (then
+    a ``seed_reveal`` record gives seed and nonce, and anyone can check them against it)."""
+    return "sha256:" + hashlib.sha256(f"{nonce}:{seed}".encode()).hexdigest()
+
+
+def seed_file(log: Path) -> Path:
+    """Where the seed and nonce of a bench log are kept until the day is over (0600)."""
+    return log.with_name(log.name + ".seed")
+
+
+def _seed_nonce(log: Path, seed: int) -> str:
+    """The nonce of this bench day: the one in ``<log>.seed`` when the log is resumed (the
+    same day: the same seed), else a new one, written there first."""
+    keep = seed_file(log)
+    if log.exists() and log.stat().st_size > 0:
+        try:
+            kept = json.loads(keep.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise BenchError(f"{keep}: missing: the log's seed commitment cannot be checked, so "
+                             "this log cannot be resumed; give another --log") from None
+        except (OSError, ValueError) as e:
+            raise BenchError(f"{keep}: unreadable: {e}") from None
+        if not isinstance(kept, dict) or kept.get("seed") != seed \
+                or not isinstance(kept.get("nonce"), str):
+            raise BenchError(f"{log} holds another bench day (its seed is not {seed}); give "
+                             "another --log")
+        return str(kept["nonce"])
+    nonce = secrets.token_hex(16)
+    make_dirs(log.parent)
+    fd = os.open(keep, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, json.dumps({"seed": seed, "nonce": nonce,
+                                 "commitment": seed_commitment(seed, nonce)}).encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return nonce
+
+
+def _settings(profile: Profile, seed: int, nonce: str, scenario: Scenario | None,
+              plan: DayPlan, opts: BenchOptions) -> dict[str, Any]:
+    return {"command": "bench", "bench_profile": profile.name,
+            "seed_commitment": seed_commitment(seed, nonce),
             "scenario": scenario.name if scenario is not None else None,
             "plan": {k: getattr(plan, k) for k in PLAN_KEYS}, "durability": opts.durability}
+
+
+def _reveal_seed(session: TableSession, seed: int, nonce: str) -> None:
+    """The day is over: every card has been dealt, so the seed may now be known. The record
+    makes the day reproducible from its log alone (``seed_commitment`` in the header must be
+    the hash of ``nonce:seed``)."""
+    if session.audit is not None:
+        session.audit.write("seed_reveal", session.engine.context(), seed=seed, nonce=nonce,
+                            commitment=seed_commitment(seed, nonce))
 
 
 def _same_day(header: dict[str, Any] | None, settings: dict[str, Any]) -> str | None:
@@ -453,7 +506,7 @@ def _same_day(header: dict[str, Any] | None, settings: dict[str, Any]) -> str | 
     if header is None:
         return "it has no header"
     logged = header.get("settings") or {}
-    for key in ("command", "bench_profile", "seed", "scenario", "plan"):
+    for key in ("command", "bench_profile", "seed_commitment", "scenario", "plan"):
         if logged.get(key) != settings.get(key):
             return f"its {key} is {logged.get(key)!r}, not {settings.get(key)!r}"
     return None
@@ -486,7 +539,6 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
     opening = day.steps[0].event
     table = str(opening["table"])
     date = parse_time(opening["t"]).date()
-    settings = _settings(profile, seed, scenario, plan, opts)
     dealer = "shuffler" if profile.shuffler_mode else "shoe"
     result = BenchResult(EXIT_FAILED, profile.name, seed,
                          scenario.name if scenario is not None else None)
@@ -512,6 +564,12 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
     except OSError as e:
         raise BenchError(f"{path.parent}: cannot use the log directory: "
                          f"{e.strerror or e}") from e
+    try:
+        nonce = _seed_nonce(path, seed)
+    except BenchError:
+        hold.release()
+        raise
+    settings = _settings(profile, seed, nonce, scenario, plan, opts)
     try:
         make_dirs(anchors_path.parent)
         sink = AnchorSink(anchors_path, syslog=False)
@@ -637,6 +695,8 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
         stop_console.set()
         if sim is not None:
             sim.stop()
+        if result.sim_cards is not None:  # the simulated day ended: every card is out
+            _reveal_seed(session, seed, nonce)
         session.close()
         hold.release()
 
