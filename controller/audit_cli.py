@@ -7,8 +7,9 @@
 - ``audit replay LOG…`` — re-run the engine on the logged inputs with the
   logged profile and settings; every difference named by seq. Exit 0
   identical, 1 different, 2 unreadable.
-- ``audit report LOG… [--round N] [--html FILE] [--log-dir DIR]`` — per table
-  and day; a timeline per shoe; a disputed round laid out. Exit 0, 2 unreadable.
+- ``audit report LOG… [--round N] [--html FILE] [--log-dir DIR] [--key F] [--anchors F]``
+  — the chain's verdict first, then per table and day; a timeline per shoe; a disputed
+  round laid out. Exit 0, 1 the chain does not verify, 2 unreadable.
 - ``audit recover LOG [--key FILE] [--anchors FILE]`` — cut a torn last line,
   write the ``recovery`` record and restore lost outputs. Exit 0 recovered,
   1 refused (the log is damaged, not torn), 2 unreadable.
@@ -105,7 +106,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from controller.audit.report_html import render_html
 
     try:
-        report = build_report(args.logs, log_dirs=args.log_dir)
+        key = _key("report", args.key)
+        anchors = read_anchors(args.anchors) if args.anchors else None
+    except (KeyFileError, AnchorFileError) as exc:
+        _err("report", str(exc))
+        return EXIT_BAD_INPUT
+    try:
+        report = build_report(args.logs, log_dirs=args.log_dir, key=key, anchors=anchors)
     except (ReplayError, LogReadError) as exc:
         _err("report", str(exc))
         return EXIT_BAD_INPUT
@@ -130,6 +137,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             _err("report", f"{args.html}: {exc.strerror or exc}")
             return EXIT_BAD_INPUT
         print(f"html: {args.html}")
+    if not report.verified:
+        _err("report", "the chain does not verify (see the first lines of the report)")
+        return EXIT_FAIL
     return EXIT_OK
 
 
@@ -192,8 +202,14 @@ def register(sub: Any) -> None:
 
     report = cmds.add_parser(
         "report", help="per table and day: shoes, rounds, cards, deviations, timeline",
-        description="Exit 0, or 2 when a log cannot be read.")
+        description="The chain's verdict first (as audit verify), then the report. Exit 0, "
+        "1 when the chain does not verify (the report is still printed), 2 when a log "
+        "cannot be read.")
     report.add_argument("logs", nargs="+", metavar="LOG", help="log file(s), in order")
+    report.add_argument("--key", metavar="FILE", help="key file of a keyed log: the verdict "
+                        "checks every MAC")
+    report.add_argument("--anchors", metavar="FILE", help="anchor file: the verdict checks "
+                        "the anchors too")
     report.add_argument("--round", type=int, metavar="N",
                         help="lay out round N card by card (a disputed round)")
     report.add_argument("--table", help="with --round: only this table")

@@ -33,7 +33,8 @@ def _steps(name: str, seed: int = 2, shoes: int = 2) -> list[Step]:
 
 
 def _at(t: str) -> str:
-    return t[11:19]
+    """How a report shows a time: dated, UTC, to the second."""
+    return t[:19] + "Z"
 
 
 def _known_day() -> list[Step]:
@@ -121,7 +122,7 @@ def test_timeline_per_shoe_in_order_with_times(known: tuple[Path, list[Step]]) -
     shuffle = next(s.event for s in first if s.phase == "shuffle")
     cut = next(s.event for s in first if s.phase == "cut")
     shoe1 = _section(text, "shoe 1:")
-    labels = [re.sub(r"^\d\d:\d\d:\d\d  ", "", line) for line in shoe1]
+    labels = [re.sub(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  ", "", line) for line in shoe1]
     assert shoe1[0] == f"{_at(shuffle['t'])}  shuffle"
     assert labels[1] == f"cut: offset {cut['offset']}"
     assert labels[2] == "cut card placed: 10 card(s) behind it (rule 39–65)"
@@ -310,3 +311,105 @@ def test_html_renders_in_headless_chromium(known: tuple[Path, list[Step]],
                     f"--screenshot={shot}", "--window-size=1200,3000", page.as_uri()],
                    check=True, capture_output=True, timeout=120)
     assert shot.stat().st_size > 10_000
+
+
+# --------------------------------------------------------------------------- issue 8
+
+
+def _cards_in_rounds_entries(text: str) -> int:
+    return sum(int(m) for m in re.findall(r"round\(s\), (\d+) card\(s\) dealt", text))
+
+
+def _burned(text: str) -> int:
+    return sum(int(m) for m in re.findall(r"burn: (\d+) card\(s\)", text))
+
+
+def test_every_card_is_counted_whatever_comes_between(tmp_path: Path) -> None:
+    """Entries between cards (a protocol error, a fault) used to stop the round counts:
+    244 cards shown where 256 were dealt, "round 1: 0 card(s)" for a 15-card round."""
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    noisy = []
+    for s in steps:
+        noisy.append(s)
+        if s.event["type"] == "card" and s.phase not in BURN_PHASES and s.round in (1, 2, 5):
+            noisy.append(Step("noise", {"type": "device_diagnostic", "device": "shoe",
+                                        "code": "PROTOCOL_ERROR", "kind": "bad_crc",
+                                        "count": 1, "total": 1, "t": s.event["t"]}))
+    path = _write(tmp_path, "gr-blackjack", noisy)
+    text = render_text(build_report([path]))
+    dealt = sum(1 for s in steps if s.event["type"] == "card")
+    burned = sum(1 for s in steps if s.phase in BURN_PHASES)
+    assert f"cards {dealt} (burned {burned})" in text
+    assert _cards_in_rounds_entries(text) + _burned(text) == dealt, text
+    first = next(line for line in text.splitlines() if "round 1:" in line)
+    round1 = sum(1 for s in steps if s.event["type"] == "card" and s.round == 1
+                 and s.phase not in BURN_PHASES)
+    assert f"round 1: 1 round(s), {round1} card(s) dealt" in first
+
+
+def test_a_card_dealt_before_bets_closed_is_laid_out_with_its_round(tmp_path: Path) -> None:
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    bets = next(i for i, s in enumerate(steps) if s.phase == "bets_closed" and s.round == 2)
+    first = bets + 1
+    assert steps[first].event["type"] == "card"
+    early = steps.pop(first)
+    steps.insert(bets, early)  # the dealer drew before closing the bets
+    path = _write(tmp_path, "gr-blackjack", steps)
+    report = build_report([path])
+    text = render_round(report, 2)
+    assert text is not None
+    assert "dealt before bets closed (CARD_BEFORE_BETS_CLOSED):" in text
+    assert re.search(rf"-  {early.event['card']}\s+early\s+{_at(early.event['t'])}", text)
+    assert "CARD_BEFORE_BETS_CLOSED" in text.split("deviations in this round:")[1]
+    full = render_text(report)
+    dealt = sum(1 for s in steps if s.event["type"] == "card")
+    assert _cards_in_rounds_entries(full) + _burned(full) == dealt
+
+
+def test_times_are_dated_across_midnight(tmp_path: Path) -> None:
+    late = dt.datetime(2026, 11, 21, 23, 30, tzinfo=dt.UTC)
+    steps = table_day(load_profile("gr-blackjack"), 2, DayPlan(shoes=1, table="BJ-3",
+                                                                 start=late))
+    path = _write(tmp_path, "gr-blackjack", steps)
+    text = render_text(build_report([path]))
+    opened, closed = steps[0].event["t"], steps[-1].event["t"]
+    assert closed[:10] == "2026-11-22"  # the day ran past midnight
+    assert f"opened {_at(opened)}, closed {_at(closed)}" in text
+
+
+def test_the_report_states_the_chain_verdict_first(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "gr-blackjack", _steps("gr-blackjack", shoes=1))
+    assert main(["audit", "report", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("chain: verified\n")
+    lines = path.read_text().splitlines()
+    n = next(i for i, line in enumerate(lines) if '"type":"card"' in line and i > 40)
+    lines[n] = re.sub(r'"card":"(\w)', lambda m: '"card":"' + ("K" if m[1] != "K" else "Q"),
+                      lines[n], count=1)  # one card changed, nothing recomputed
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["audit", "report", str(path)]) == 1
+    out = capsys.readouterr()
+    assert out.out.startswith("chain: DOES NOT VERIFY")
+    assert "hash mismatch" in out.out.split("\n\n")[0]  # where, before the report
+    assert "== table BJ-3" in out.out  # and the report all the same
+    html = tmp_path / "r.html"
+    assert main(["audit", "report", str(path), "--html", str(html)]) == 1
+    assert "DOES NOT VERIFY" in html.read_text()
+
+
+def test_two_tables_with_one_id_and_date_stay_apart(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "floor-a").mkdir()
+    (tmp_path / "floor-b").mkdir()
+    a = _write(tmp_path / "floor-a", "gr-blackjack", _steps("gr-blackjack", seed=1, shoes=1))
+    b = _write(tmp_path / "floor-b", "gr-blackjack", _steps("gr-blackjack", seed=4, shoes=1))
+    report = build_report([a, b])
+    assert report.verified, report.verdict
+    assert [d.table for d in report.days] == ["BJ-3", "BJ-3"]
+    assert [d.directory for d in report.days] == [str(a.parent), str(b.parent)]
+    for day, path in zip(report.days, (a, b), strict=True):
+        cards = sum(1 for line in path.read_text().splitlines()
+                    if '"kind":"input"' in line and '"type":"card"' in line)
+        assert day.cards == cards
+    assert main(["audit", "verify", str(a), str(b)]) == 0
+    assert "BJ-3 (" in capsys.readouterr().out  # told apart by their directories

@@ -27,10 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.audit.anchors import Anchor
 from controller.audit.history import DEFAULT_K, Opening, history_for, openings_in, utc_date
 from controller.audit.records import LogReader, LogRecord
 from controller.audit.replay import Replayer
+from controller.audit.sets import verify_set
 from controller.deviations import CATALOG
+from controller.events import EventError, parse_time
 
 SEVERITIES = ("critical", "warning", "info")
 
@@ -81,6 +84,9 @@ class RoundInfo:
     end: str | None = None
     bets: dict[str, Any] = field(default_factory=dict)
     inputs: list[CardRow] = field(default_factory=list)
+    #: cards dealt into this round before its bets were closed (CARD_BEFORE_BETS_CLOSED):
+    #: the engine files them before the round begins; the report lays them out with it
+    early: list[CardRow] = field(default_factory=list)
     actions: list[tuple[str, str]] = field(default_factory=list)  # (time, action)
     note_text: str | None = None
     data: dict[str, Any] | None = None
@@ -106,6 +112,7 @@ class ShoeInfo:
 class DayReport:
     table: str
     date: str
+    directory: str = ""  # where its logs are (two tables may share an id)
     profile: str = "?"
     game: str = "?"
     window: tuple[int, int] | None = None
@@ -131,6 +138,11 @@ class DayReport:
     def title(self) -> str:
         return f"table {self.table}, {self.date}"
 
+    @property
+    def cards_outside_rounds(self) -> int:
+        return sum(1 for s in self.shoes.values() for e in s.entries if e.label == "card") + \
+            sum(1 for e in self.opening + self.closing if e.label == "card")
+
     def shoe(self, n: int) -> ShoeInfo:
         if n not in self.shoes:
             self.shoes[n] = ShoeInfo(n)
@@ -152,6 +164,10 @@ class Report:
     days: list[DayReport]
     files: list[str]
     notes: list[str] = field(default_factory=list)
+    #: the chain's verdict (``audit verify`` over the same files), stated first: a report
+    #: on a log that does not verify must say so before anything it reads from it
+    verified: bool | None = None
+    verdict: list[str] = field(default_factory=list)
 
     def find_round(self, n: int, table: str | None = None) -> list[tuple[DayReport, RoundInfo]]:
         return [(d, r) for d in self.days for r in d.rounds
@@ -169,31 +185,46 @@ def _date_of(time: str) -> str:
 
 
 def clock(time: str | None) -> str:
-    """``HH:MM:SS`` of an ISO time (the full text if it is not one)."""
+    """An ISO time as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC (the full text if it is not one).
+
+    Always dated: a day that runs past midnight must not read "opened 10:00, closed
+    09:10", and an auditor compares these with surveillance footage, to the second."""
     if not time:
-        return "--:--:--"
-    if len(time) >= 19 and time[10] in "T ":
-        return time[11:19]
-    return time
+        return "-"
+    try:
+        value = parse_time(time)
+    except EventError:
+        return time
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _Builder:
     def __init__(self) -> None:
         self.replayer = Replayer()
-        self.days: dict[tuple[str, str], DayReport] = {}
+        self.days: dict[tuple[str, str, str], DayReport] = {}
         self.order: list[DayReport] = []
         self.day: DayReport | None = None
         self.round: RoundInfo | None = None
         self.time = ""
         self.header_table: str | None = None
+        self.header_dir = ""
+        #: the timeline entry of the rounds the current round belongs to (cards are counted
+        #: there, whatever entries come between)
+        self.rounds_entry: Entry | None = None
+        #: cards dealt before bets closed, waiting for the round they were dealt into, and
+        #: the deviations that flagged them
+        self.early: list[CardRow] = []
+        self.early_devs: list[DevRow] = []
 
     # ------------------------------------------------------------------ days and shoes
 
     def _start_day(self, table: str, date: str) -> DayReport:
-        key = (table, date)
+        # the directory too: two tables with the same id (logs from two floors or casinos)
+        # are two days, never one merged one
+        key = (table, date, self.header_dir)
         day = self.days.get(key)
         if day is None:
-            day = DayReport(table, date)
+            day = DayReport(table, date, directory=self.header_dir)
             self.days[key] = day
             self.order.append(day)
         session = self.replayer.session
@@ -240,6 +271,10 @@ class _Builder:
             if kind == "header":
                 self.time = _time_of(r)
                 self.header_table = r.get("table") if isinstance(r.get("table"), str) else None
+                directory = os.path.dirname(os.path.realpath(rec.file))
+                if directory != self.header_dir:
+                    self.header_dir = directory
+                    self.day = None  # another directory: another table, even with this id
             elif kind == "recovery":
                 day = self._current_day(rec)
                 cut = r.get("cut")
@@ -322,22 +357,37 @@ class _Builder:
                 last.last = self.round.round
                 last.end = self.time
             else:
-                timeline.append(Entry(self.time, seq, "rounds", count=1, first=self.round.round,
-                                      last=self.round.round, end=self.time))
+                last = Entry(self.time, seq, "rounds", count=1, first=self.round.round,
+                             last=self.round.round, end=self.time)
+                timeline.append(last)
+            self.rounds_entry = last
+            if self.early:  # dealt into this round before its bets closed
+                self.round.early, self.early = self.early, []
+                self.round.deviations += self.early_devs
+                self.early_devs = []
+                last.cards += len(self.round.early)
         elif etype == "action":
             if self.round is not None:
                 self.round.actions.append((self.time, str(event.get("action"))))
         elif etype == "round_end":
             if self.round is not None:
                 self.round.end = self.time
-            last = timeline[-1] if timeline else None
-            if last is not None and last.label == "rounds":
-                last.end = self.time
+            if self.rounds_entry is not None:
+                self.rounds_entry.end = self.time
         elif etype == "table_close":
             day.closed = self.time
             day.closing.append(Entry(self.time, seq, "close"))
         elif etype == "players_left":
             timeline.append(Entry(self.time, seq, "players left", "cards withdrawn"))
+
+    def flush_early(self) -> None:
+        """Cards dealt before bets closed that no round followed: still on the timeline."""
+        if self.early and self.day is not None:
+            for row in self.early:
+                self.day.closing.append(Entry(row.time, row.seq, "card",
+                                              f"{row.card} (before bets closed, no round "
+                                              "followed)"))
+            self.early = []
 
     def _window(self, day: DayReport) -> str:
         if day.window is None:
@@ -361,11 +411,15 @@ class _Builder:
             else:
                 timeline.append(Entry(self.time, seq, "burn", count=1, end=self.time))
             return
+        row = CardRow(seq, self.time, str(event.get("card")))
         if before in ("round", "last_round") and self.round is not None:
-            self.round.inputs.append(CardRow(seq, self.time, str(event.get("card"))))
-            last = timeline[-1] if timeline else None
-            if last is not None and last.label == "rounds":
-                last.cards += 1
+            self.round.inputs.append(row)
+            if self.rounds_entry is not None:
+                self.rounds_entry.cards += 1
+        elif before == "ready":
+            self.early.append(row)  # before bets closed: it belongs to the next round
+        else:  # a card where none is dealt (a mistake): on the timeline, never uncounted
+            timeline.append(Entry(self.time, seq, "card", f"{row.card} (outside a round)"))
 
     def _output(self, rec: LogRecord, out: dict[str, Any]) -> None:
         day = self._current_day(rec)
@@ -378,7 +432,9 @@ class _Builder:
                          str(out.get("message")), str(out.get("rule")), shoe, rnd,
                          evidence=dict(out.get("evidence") or {}))
             day.deviations.append(row)
-            if self.round is not None and rnd == self.round.round and \
+            if row.code == "CARD_BEFORE_BETS_CLOSED" and self.early:
+                self.early_devs.append(row)  # laid out with the round the card went into
+            elif self.round is not None and rnd == self.round.round and \
                     state in ("round", "last_round", "ready", "shoe_complete", "burn",
                               "return_discards"):
                 self.round.deviations.append(row)
@@ -471,18 +527,21 @@ def _sabot_rotation(days: list[DayReport], openings: list[Opening]) -> None:
 
 
 def build_report(paths: Iterable[str | os.PathLike[str]], *,
-                 log_dirs: Sequence[str] | None = None) -> Report:
+                 log_dirs: Sequence[str] | None = None, key: bytes | None = None,
+                 anchors: Sequence[Anchor] | None = None) -> Report:
     """Read the logs (in order) and build the report; raises on unreadable logs.
 
     Raises :class:`~controller.audit.records.LogReadError` or
     :class:`~controller.audit.replay.ReplayError`.
     """
     files = [os.fspath(p) for p in paths]
+    checked = verify_set(files, key=key, anchors=anchors, partial=True)
     builder = _Builder()
     reader = LogReader(files)
     for rec in reader:
         builder.feed(rec)
     builder.replayer.finish()
+    builder.flush_early()
     notes = [f"{path}: line {line}: torn last line ignored" for path, line in reader.torn]
     if builder.replayer.differences:
         notes.append(f"{len(builder.replayer.differences)} difference(s) between the log and "
@@ -492,7 +551,12 @@ def build_report(paths: Iterable[str | os.PathLike[str]], *,
     _sabot_rotation(builder.order, openings)
     for day in builder.order:
         day.deviations.sort(key=lambda d: (d.time, d.seq or 0))
-    return Report(builder.order, files, notes)
+    verdict = [f"chain: {'verified' if checked.ok else 'DOES NOT VERIFY'}"
+               + ("" if checked.ok else ": this report reads a log that was altered or "
+                  "damaged; what follows may not be what happened")]
+    verdict += [f"  {line}" for line in checked.lines()]
+    verdict += [f"  unreadable: {u}" for u in checked.unreadable]
+    return Report(builder.order, files, notes, checked.ok, verdict)
 
 
 # --------------------------------------------------------------------------- text
@@ -512,10 +576,13 @@ def entry_text(e: Entry) -> str:
 def day_summary(day: DayReport) -> list[str]:
     out = [f"== {day.title} (profile {day.profile}, {day.decks or '?'} deck(s)"
            + (f", sabot {day.sabot}" if day.sabot else "") + ")",
-           f"  files: {', '.join(os.path.basename(f) for f in day.files)}",
+           f"  files: {', '.join(os.path.basename(f) for f in day.files)}"
+           + (f" in {day.directory}" if day.directory else ""),
            f"  opened {clock(day.opened)}, closed {clock(day.closed) if day.closed else '-'}",
            f"  shoes {len(day.shoes)}, rounds {len(day.rounds)}, cards {day.cards} "
-           f"(burned {day.burns})"]
+           f"(burned {day.burns}"
+           + (f", {day.cards_outside_rounds} outside a round" if day.cards_outside_rounds
+              else "") + ")"]
     if day.window is not None:
         lo, hi = day.window
         rule = f"{lo}" if lo == hi else f"{lo}–{hi}"
@@ -575,7 +642,7 @@ def timeline_lines(day: DayReport) -> list[str]:
 
 
 def render_text(report: Report) -> str:
-    out: list[str] = []
+    out: list[str] = [*report.verdict, ""] if report.verdict else []
     for day in report.days:
         out += day_summary(day)
         out += timeline_lines(day)
@@ -600,16 +667,25 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
            + (f"; round ended {clock(r.end)}" if r.end else "; the round did not end")]
     cards = data.get("cards") if isinstance(data.get("cards"), list) else []
     times = r.inputs if len(r.inputs) == len(cards) else []
+    if r.early:
+        out.append("  dealt before bets closed (CARD_BEFORE_BETS_CLOSED):")
+        for c in r.early:
+            out.append(f"     -  {c.card:4}  {'':8}  {'early':9}  {clock(c.time):20}  {c.seq}")
     out.append("  cards in dealing order:")
-    out.append("     #  card  to        why        time      seq")
+    out.append("     #  card  to        why        time                  seq")
     for i, c in enumerate(cards, start=1):
         t = times[i - 1] if times else None
         out.append(f"    {i:2d}  {c.get('card', '?')!s:4}  {c.get('to', '')!s:8}  "
-                   f"{c.get('why', '')!s:9}  {clock(t.time) if t else '':8}  "
+                   f"{c.get('why', '')!s:9}  {clock(t.time) if t else '':20}  "
                    f"{t.seq if t else ''}")
     if not cards and r.inputs:
         for i, c in enumerate(r.inputs, start=1):
-            out.append(f"    {i:2d}  {c.card:4}  {'?':8}  {'':9}  {clock(c.time):8}  {c.seq}")
+            out.append(f"    {i:2d}  {c.card:4}  {'?':8}  {'':9}  {clock(c.time):20}  {c.seq}")
+    elif cards and not times and r.inputs:
+        out.append(f"  cards read (their times; {len(r.inputs)} read, {len(cards)} in the "
+                   "round note):")
+        for i, c in enumerate(r.inputs, start=1):
+            out.append(f"    {i:2d}  {c.card:4}  {'':8}  {'':9}  {clock(c.time):20}  {c.seq}")
     if r.actions:
         out.append("  actions: " + ", ".join(f"{a} ({clock(t)})" for t, a in r.actions))
     out += _result_lines(data)
@@ -679,7 +755,7 @@ def render_round(report: Report, n: int, table: str | None = None) -> str | None
     found = report.find_round(n, table)
     if not found:
         return None
-    out: list[str] = []
+    out: list[str] = [*report.verdict, ""] if report.verdict else []
     for day, r in found:
         out += round_lines(day, r)
         out.append("")

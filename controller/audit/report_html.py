@@ -243,6 +243,9 @@ def render_html(report: Report, rounds: list[tuple[DayReport, RoundInfo]] | None
     """The whole report as one HTML document (UTF-8 text)."""
     files = ", ".join(os.path.basename(f) for f in report.files)
     body = [f"<h1>shoewarden audit report</h1><p>Logs: {_e(files)}</p>"]
+    if report.verdict:  # the chain's verdict first
+        cls = "ok" if report.verified else "critical"
+        body.append(f'<pre class="verdict {cls}">{_e(chr(10).join(report.verdict))}</pre>')
     for note in report.notes:
         body.append(f'<p class="note">{_e(note)}</p>')
     if rounds:

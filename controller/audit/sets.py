@@ -200,7 +200,9 @@ def verify_set(
     table's oldest or newest day file must not pass. ``partial`` says the files given are
     knowingly part of a set: then such files are notes."""
     report = SetCheck()
-    groups: dict[str, list[Path]] = defaultdict(list)
+    # a table's files live in one directory: the same id in two directories is two tables
+    # (two floors, two casinos), never one chain with a break in it
+    groups: dict[tuple[str, str], list[Path]] = defaultdict(list)
     seen: set[str] = set()
     for raw in paths:
         path = Path(raw)
@@ -215,17 +217,19 @@ def verify_set(
         except OSError as exc:
             report.unreadable.append(f"{path}: {exc.strerror or exc}")
             continue
-        groups[_table_of(path, first)].append(path)
+        groups[(_table_of(path, first), os.path.dirname(os.path.realpath(path)))].append(path)
     by_table: dict[str | None, list[Anchor]] = defaultdict(list)
     for anchor in anchors or ():
         by_table[anchor.table].append(anchor)
-    for table, files in groups.items():
+    ids = [table for table, _ in groups]
+    for (table, directory), files in groups.items():
         names = [parse_log_name(p.name) for p in files]
         if all(n is not None for n in names):
             files = [p for _, p in sorted(zip(names, files, strict=True))]  # type: ignore[misc]
         table_anchors = by_table.get(table, []) + [
             a for a in by_table.get(None, []) if a.file in {p.name for p in files}]
-        check = _verify_table(table, files, key, table_anchors, anchors is not None, report,
+        label = table if ids.count(table) == 1 else f"{table} ({directory})"
+        check = _verify_table(label, files, key, table_anchors, anchors is not None, report,
                               partial)
         if check is not None:
             report.tables.append(check)
