@@ -110,6 +110,21 @@ PLAY_EVENTS = frozenset({
 })
 
 
+# What a slip makes follow from it, grouped with it (as notes) while the procedure's state
+# stays (TableEngine.handle). A round played on where no round is in play — after an early
+# round_end (the referee judged the cut-short round), before bets closed, after the last
+# hand — raises its cards' and actions' deviations once; a slip that repeats (a burn too
+# long) once. Everything else is always a deviation of its own.
+RUN_ON = frozenset({"CARD_BEFORE_BETS_CLOSED", "PLAY_AFTER_LAST_HAND"})
+REPEATS = RUN_ON | {"BURN_COUNT"}
+# a round event refused where no round is in play, or a burn run into the round's cards
+# (bets_closed missed): the round goes on from there
+PLAYED_ON = frozenset({"UNEXPECTED_EVENT", "BURN_COUNT"})
+ROUND_EVENTS = frozenset({"card", "action", "round_end", "stub_count", "discards_returned",
+                          "cut_card", "card_replaced"})
+REFEREE_SECTIONS = frozenset({"baccarat", "blackjack", "stud", "exposed_card"})
+
+
 class _Reject(Exception):
     """An event the graph allows in this state but whose content makes it invalid here."""
 
@@ -209,6 +224,9 @@ class TableEngine:
         self._faults: dict[tuple[str, str], str | None] = {}
         self._resume: str | None = None
         self._fault_flagged = False
+        #: the slip being resynchronised from: (its deviation code, the procedure state it
+        #: happened in, the type of the event that raised it); see :meth:`handle`
+        self._episode: tuple[str, str, str] | None = None
         self._reset_day()
 
     # ------------------------------------------------------------------ graph building
@@ -307,7 +325,65 @@ class TableEngine:
     # ------------------------------------------------------------------ entry point
 
     def handle(self, event: Event) -> list[Output]:
-        """Apply one input event; return its outputs. Never raises for any event value."""
+        """Apply one input event; return its outputs. Never raises for any event value.
+
+        One slip, one deviation: after a deviation the engine resynchronises. Until the
+        procedure moves on (its state changes), what follows from the same slip — the same
+        code again, an event the slip made invalid (``UNEXPECTED_EVENT``), the cards of a
+        round whose bets look open because it was ended early (``CARD_BEFORE_BETS_CLOSED``),
+        play after the last hand — is recorded as a ``consequence`` note naming the slip,
+        not as another deviation. A deviation of another kind (a duplicate card, a device
+        fault, a deck that does not count) is never grouped away."""
+        procedure = self._procedure_state()
+        if self._episode is not None and self._episode[1] != procedure:
+            self._episode = None  # the procedure moved on: the slip is over
+        before = self._episode
+        out = self._resync(event, self._handle(event))
+        if before is not None and event.type == "round_end":
+            self._episode = None  # the round played on is over: a new slip counts again
+        return out
+
+    def _procedure_state(self) -> str:
+        return self._resume if self.state == DEVICE_FAULT and self._resume else self.state
+
+    def _resync(self, event: Event, out: list[Output]) -> list[Output]:
+        result: list[Output] = []
+        for o in out:
+            if not isinstance(o, Deviation):
+                result.append(o)
+                continue
+            episode = self._episode
+            if episode is not None and self._follows_from(episode[0], episode[2], o.code,
+                                                          event.type):
+                result.append(Note("consequence", f"{o.code}: {o.message} (a consequence of "
+                                   f"the {episode[0]} above, not counted again)",
+                                   {"code": o.code, "severity": str(o.severity),
+                                    "slip": episode[0], "evidence": dict(o.evidence)}))
+                continue
+            if episode is None:
+                self._episode = (o.code, self._procedure_state(), event.type)
+            result.append(o)
+        return result
+
+    @staticmethod
+    def _follows_from(slip: str, slip_event: str, code: str, event_type: str) -> bool:
+        """Whether a deviation ``code`` raised by an ``event_type`` follows from ``slip``:
+        the same slip going on (another card burned too many, dealt before bets closed,
+        or after the last hand), or the rest of a round played on where the procedure
+        says no round is in play (its cards, actions and end)."""
+        if code == slip and code in REPEATS:
+            return True
+        run_on = (slip in RUN_ON
+                  or (CATALOG[slip].section in REFEREE_SECTIONS and slip_event == "round_end")
+                  or (slip in PLAYED_ON and slip_event in ROUND_EVENTS))
+        if not (run_on and event_type in ROUND_EVENTS):
+            return False
+        # a second end of the same round (the one played on after an early end) judges it
+        # again: its count, its draw, its hands
+        return (code in (*RUN_ON, "UNEXPECTED_EVENT")
+                or (code == slip and event_type == slip_event == "round_end"))
+
+    def _handle(self, event: Event) -> list[Output]:
         out: list[Output] = []
         if self.state == DEVICE_FAULT and event.type not in ("device_fault", "device_ok",
                                                              *DEVICE_INFO_EVENTS):

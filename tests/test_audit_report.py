@@ -413,3 +413,18 @@ def test_two_tables_with_one_id_and_date_stay_apart(tmp_path: Path,
         assert day.cards == cards
     assert main(["audit", "verify", str(a), str(b)]) == 0
     assert "BJ-3 (" in capsys.readouterr().out  # told apart by their directories
+
+
+def test_an_early_round_end_is_one_deviation_and_its_consequences_are_listed(
+        tmp_path: Path) -> None:
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    cards = [i for i, s in enumerate(steps) if s.event["type"] == "card" and s.round == 2
+             and s.phase not in BURN_PHASES]
+    steps.insert(cards[3] + 1, Step("slip", {"type": "round_end",
+                                             "t": steps[cards[3]].event["t"]}, 1, 2))
+    path = _write(tmp_path, "gr-blackjack", steps)
+    full = render_text(build_report([path]))
+    listed = [line for line in full.splitlines() if "consequence" in line]
+    assert listed and all("not counted again" in line for line in listed)
+    dealt = sum(1 for s in steps if s.event["type"] == "card")
+    assert _cards_in_rounds_entries(full) + _burned(full) == dealt

@@ -110,7 +110,8 @@ class TableDisplay:
             elif isinstance(o, Prompt):
                 lines.append(f"  next: {o.text}")
             elif isinstance(o, Note) and o.kind in ("device_fault", "device_ok", "last_hand",
-                                                    "burn_by_value", "device_diagnostic"):
+                                                    "burn_by_value", "device_diagnostic",
+                                                    "consequence"):
                 lines.append(f"  note: {o.text}")
         self.write("\n".join(lines))
 

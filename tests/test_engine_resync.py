@@ -1,0 +1,133 @@
+"""One slip, one deviation: the engine resynchronises after a deviation.
+
+A dealer's slip — a round ended early, bets_closed missed, a burn run too long, a round
+after the last hand — used to raise a deviation for every card and action that followed
+it (17 for one early ``round_end``). After the fix the slip is one deviation and what
+follows from it is recorded as ``consequence`` notes naming it, while independent slips
+still count one by one. Streams come from the reference dealer (simulators/dealer.py) with
+the slip planted; every event also goes through the output-contract checks of ``Run``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from conftest import (
+    BY_VALUE_PROFILES,
+    FIVE_BURN_PROFILES,
+    PROFILES,
+    Run,
+    Table,
+    day,
+    drop,
+    events,
+    first,
+    insert,
+    round_cards,
+    run,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from controller.deviations import Deviation
+from controller.engine import TableEngine
+from controller.events import parse_event
+from controller.profiles import load_profile
+
+SLOW = settings(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _consequences_name(r: Run, slip: str) -> None:
+    for note in r.notes("consequence"):
+        assert note.data["slip"] == slip
+        assert note.data["code"] and note.data["severity"]
+        assert "not counted again" in note.text
+
+
+def _rounds(steps: list) -> list[int]:
+    return sorted({s.round for s in steps if s.round and s.event["type"] == "round_end"})
+
+
+@SLOW
+@given(name=st.sampled_from(PROFILES), seed=st.integers(0, 2), data=st.data())
+def test_an_early_round_end_anywhere_is_one_deviation(name: str, seed: int,
+                                                      data: st.DataObject) -> None:
+    steps = day(name, seed, shoes=1)
+    rnd = data.draw(st.sampled_from(_rounds(steps)[:8]), label="round")
+    cards = round_cards(steps, rnd)
+    k = data.draw(st.integers(1, len(cards) - 1), label="after card")
+    at = cards[k - 1] + 1
+    mutated = insert(steps, at, {"type": "round_end", "t": steps[at - 1].event["t"]})
+    r = run(name, events(mutated))
+    devs = r.devs()
+    assert len(devs) == 1, r.codes()
+    _consequences_name(r, devs[0].code)
+    # the rest of the day is clean: the next round is judged afresh
+    assert r.states[-1] == run(name, events(steps)).states[-1]
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_a_missed_bets_closed_is_one_deviation_every_round(name: str) -> None:
+    steps = day(name, 0, shoes=1)
+    for rnd in _rounds(steps)[:6]:
+        r = run(name, events(drop(steps, first(steps, "bets_closed", rnd=rnd))))
+        devs = r.devs()
+        assert len(devs) == 1, (rnd, r.codes())
+        assert devs[0].code in ("CARD_BEFORE_BETS_CLOSED", "BURN_COUNT")
+        _consequences_name(r, devs[0].code)
+
+
+@pytest.mark.parametrize("name", FIVE_BURN_PROFILES + BY_VALUE_PROFILES)
+@pytest.mark.parametrize("over", [1, 2, 3])
+def test_a_burn_too_long_is_one_deviation(name: str, over: int) -> None:
+    t = Table(name)
+    t.open()
+    t.check()
+    t.shuffle()
+    t.cut()
+    if t.profile.has_cut_card:
+        t.place()
+    t.load()
+    if t.profile.burn.mode == "by-value":
+        t.card("7H")
+        t.cards(6 + over)
+        required = 7
+    else:
+        t.cards(5 + over)
+        required = 5
+    t.round(4)
+    assert t.run.proc() == Counter({"BURN_COUNT": 1}), t.run.codes()
+    (dev,) = t.run.devs("BURN_COUNT")
+    assert (dev.evidence["burned"], dev.evidence["required"]) == (required + 1, required)
+    notes = t.run.notes("consequence")
+    assert [n.data["code"] for n in notes] == ["BURN_COUNT"] * (over - 1)
+    _consequences_name(t.run, "BURN_COUNT")
+
+
+def test_stray_events_of_different_kinds_are_two_findings() -> None:
+    """Two stray events while the table is closed: nothing groups them."""
+    e = TableEngine(load_profile("gr-blackjack"))
+    outs = e.handle(parse_event({"type": "shuffle", "t": "2026-11-21T10:00:00Z"}))
+    outs += e.handle(parse_event({"type": "cut", "offset": 100, "t": "2026-11-21T10:00:01Z"}))
+    assert len([o for o in outs if isinstance(o, Deviation)]) == 2, outs
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_a_slip_in_the_next_round_counts_again(name: str) -> None:
+    """The round played on ends the episode: an early round_end in round 2 and a missed
+    bets_closed in round 3 are two slips, two deviations."""
+    steps = day(name, 0, shoes=1)
+    r2 = round_cards(steps, 2)
+    missed = first(steps, "bets_closed", rnd=3)
+    mutated = drop(insert(steps, r2[1] + 1, {"type": "round_end"}), missed + 1)
+    r = run(name, events(mutated))
+    assert len(r.devs()) == 2, r.codes()
+    assert r.at(r.devs()[1].code)[-1] > missed  # the second one is round 3's
+
+
+def test_the_engine_groups_nothing_on_a_clean_day() -> None:
+    for name in PROFILES:
+        r = run(name, events(day(name, 1, shoes=1)))
+        assert r.notes("consequence") == [] and r.codes() == Counter()
