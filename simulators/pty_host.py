@@ -808,16 +808,30 @@ def console_command(event: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in event.items() if k not in ("t", "table")})
 
 
+#: seconds between the last step of one device and the first of another (--dealer person)
+DEVICE_SWITCH_GAP = 0.25
+
+
 def play_for_a_person(host: PtyHost, stdin: Any, stdout: Any, pace: float) -> None:
     """``--dealer person``: the devices play their steps by themselves (one per ``pace``
     seconds); at each console step the person is shown what to type at ``shoewarden run``'s
     dealer console, and the day goes on when they press Enter here."""
     steps = host.steps
     played: Counter[str] = Counter()  # the device steps so far, by event type
+    last_device: str | None = None
     while not host.player.done and not host.stopping:
         i = host.player.i
         step = steps[i]
-        if host.player.device_for(step) is None:
+        device = host.player.device_for(step)
+        if device is not None and last_device is not None and device != last_device:
+            # a step of another device than the last one (the scanner's count, then the
+            # shuffler's shuffle): at a real table seconds apart, here microseconds. run
+            # reads each device on its own thread and takes them as they arrive, so give
+            # the first one time to arrive before the next device speaks
+            time.sleep(max(pace, DEVICE_SWITCH_GAP))
+        if device is not None:
+            last_device = device
+        if device is None:
             after = ", ".join(f"{k} {n}" for k, n in sorted(played.items())) or "nothing"
             stdout.write(f"step {i + 1}/{len(steps)} ({step.event['type']}): type at the "
                          f"dealer console:  {console_command(step.event)}\n  once run shows "

@@ -442,3 +442,50 @@ def test_subprocess_reports_a_bad_scenario() -> None:
     assert out.returncode == 2 and out.stdout == ""
     assert "dealer-mistakes.toml: mistake[1].kind: profile gr-chemin-de-fer burns no cards" \
         in out.stderr
+
+
+def test_a_person_s_day_leaves_a_gap_when_another_device_speaks() -> None:
+    """``--dealer person``: run reads each device on its own thread, so the scanner's count
+    and the shuffler's shuffle played microseconds apart could reach it in either order
+    (seen as CHECK_MISSING in the example end-to-end test under load). The next device
+    speaks only after a gap; the same device's steps follow each other at the pace."""
+    import io
+
+    from simulators import pty_host
+
+    steps = [Step("open", {"type": "table_open"}), Step("count", {"type": "deck_check"}),
+             Step("shuffle", {"type": "shuffle"}), Step("card", {"type": "card"}),
+             Step("card", {"type": "card"})]
+    routes = {"table_open": None, "deck_check": "scanner", "shuffle": "shuffler",
+              "card": "shoe"}
+    played: list[tuple[str, float]] = []
+
+    class Player:
+        i = 0
+
+        @property
+        def done(self) -> bool:
+            return self.i >= len(steps)
+
+        def device_for(self, step: Step) -> str | None:
+            return routes[step.event["type"]]
+
+    class Host:
+        stopping = False
+
+        def __init__(self) -> None:
+            self.steps, self.player = steps, Player()
+
+        def step(self, n: int) -> None:
+            played.append((steps[self.player.i].event["type"], time.monotonic()))
+            self.player.i += n
+
+    out = io.StringIO()
+    pty_host.play_for_a_person(Host(), io.StringIO("\n"), out, 0)  # type: ignore[arg-type]
+    assert [k for k, _ in played] == ["table_open", "deck_check", "shuffle", "card", "card"]
+    t = dict(enumerate(at for _, at in played))
+    gap = getattr(pty_host, "DEVICE_SWITCH_GAP", 0.1)
+    assert t[2] - t[1] >= gap  # scanner, then shuffler
+    assert t[3] - t[2] >= gap  # shuffler, then shoe
+    assert t[4] - t[3] < gap  # the shoe again: no gap
+    assert "step 1/5 (table_open): type at the dealer console" in out.getvalue()
