@@ -35,6 +35,7 @@ from controller.audit import (
     verify_set,
 )
 from controller.audit.records import LogReadError
+from controller.progressbar import ProgressBar, total_bytes, wanted
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -52,6 +53,11 @@ def _key(command: str, path: str | None) -> bytes | None:
     return loaded.key
 
 
+def _bar(args: argparse.Namespace) -> ProgressBar:
+    """A bar over the bytes of the logs, on a terminal only (see controller.progressbar)."""
+    return ProgressBar(enabled=wanted(args.no_progress), total=total_bytes(args.logs))
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     try:
         key = _key("verify", args.key)
@@ -60,7 +66,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except (KeyFileError, AnchorFileError) as exc:
         _err("verify", str(exc))
         return EXIT_BAD_INPUT
-    result = verify_set(args.logs, key=key, anchors=anchors, partial=args.partial)
+    with _bar(args) as bar:
+        result = verify_set(args.logs, key=key, anchors=anchors, partial=args.partial,
+                            meter=bar.meter)
     for table in result.tables:
         table.notes += anchor_notes
     if args.json:
@@ -79,7 +87,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from controller.audit.replay import ReplayError, replay
 
     try:
-        result = replay(args.logs)
+        with _bar(args) as bar:
+            result = replay(args.logs, meter=bar.meter)
     except (ReplayError, LogReadError) as exc:
         _err("replay", str(exc))
         return EXIT_BAD_INPUT
@@ -112,7 +121,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         _err("report", str(exc))
         return EXIT_BAD_INPUT
     try:
-        report = build_report(args.logs, log_dirs=args.log_dir, key=key, anchors=anchors)
+        with _bar(args) as bar:
+            report = build_report(args.logs, log_dirs=args.log_dir, key=key, anchors=anchors,
+                                  meter=bar.meter)
     except (ReplayError, LogReadError) as exc:
         _err("report", str(exc))
         return EXIT_BAD_INPUT
@@ -190,6 +201,8 @@ def register(sub: Any) -> None:
                              "chain or the anchors know of and not given is a note, not a "
                              "failure")
     verify.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    verify.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (it is shown only on a terminal anyway)")
     verify.set_defaults(func=cmd_verify)
 
     replay = cmds.add_parser(
@@ -198,6 +211,8 @@ def register(sub: Any) -> None:
     replay.add_argument("logs", nargs="+", metavar="LOG", help="log file(s), in order")
     replay.add_argument("--max-differences", type=int, default=20, metavar="N",
                         help="show at most N differences (default 20)")
+    replay.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (it is shown only on a terminal anyway)")
     replay.set_defaults(func=cmd_replay)
 
     report = cmds.add_parser(
@@ -217,6 +232,8 @@ def register(sub: Any) -> None:
     report.add_argument("--log-dir", action="append", metavar="DIR",
                         help="where the logs of earlier days are (sabot rotation); "
                         "default: the logs' directories")
+    report.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (it is shown only on a terminal anyway)")
     report.set_defaults(func=cmd_report)
 
     rec = cmds.add_parser(

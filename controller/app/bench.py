@@ -85,6 +85,7 @@ from controller.deviations import Deviation
 from controller.events import DeviceOk, Event, parse_time
 from controller.outputs import Output
 from controller.profiles import Profile, ProfileError, load_profile
+from controller.progressbar import ProgressBar, wanted
 from controller.session import TableSession
 from drivers.errors import DeviceError
 from drivers.registry import create_drivers
@@ -124,6 +125,7 @@ class BenchOptions:
     startup_timeout: float = 30.0
     verbose: bool = False
     table: str | None = None  # the table id written in the log (default: the day's, T1)
+    no_progress: bool = False  # no bar even on a terminal (controller.progressbar)
 
 
 # --------------------------------------------------------------------------- sequencing
@@ -633,7 +635,14 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
     out.flush()
     sim = None
     stop_console = threading.Event()
+    # a bar over the day's steps on a terminal (a day of many shoes runs for minutes);
+    # the per-shoe lines print above it
+    bar = ProgressBar(enabled=wanted(opts.no_progress), total=len(day.steps), unit="steps")
     try:
+        bar.__enter__()
+        bar.task(f"dealing {plan.shoes} shoe(s)" if not (
+            profile.shuffler_mode or profile.shuffle.every_round) else
+            f"dealing {plan.shoes} block(s)")
         sim = Simulator(argv, verbose=opts.verbose)
         ports = sim.ports(opts.startup_timeout)
         config = {"devices": {name: {"driver": DRIVERS[name], "port": port}
@@ -644,7 +653,8 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
         except (DeviceError, ValueError) as e:
             raise BenchError(f"cannot build the drivers: {e}", EXIT_FAILED) from e
         sequencer = BenchSequencer(skip, start_t=str(opening["t"]))
-        progress = Progress(session, out, expect=scenario.expect if scenario else (),
+        progress = Progress(session, bar.printer(out),
+                            expect=scenario.expect if scenario else (),
                             block=plan.rounds_per_block,
                             every_round=profile.shuffle.every_round)
         runtime = TableRuntime(session, devices=drivers,
@@ -665,6 +675,7 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
         while not runtime.wait(0.1):
             now = time.monotonic()
             mark = (sequencer.ordinal, runtime.stats.fed)
+            bar.update(sequencer.ordinal)
             if mark != last:
                 last, last_change = mark, now
             if console_failed:
@@ -692,6 +703,7 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
         progress.finish()
         result.sim_cards = (sequencer.cards or {}).get(dealer, []) if sequencer.ended else None
     finally:
+        bar.__exit__(None, None, None)
         stop_console.set()
         if sim is not None:
             sim.stop()
@@ -775,7 +787,7 @@ def cmd_bench(args: Any) -> int:
                         scenario=args.scenario, log=args.log, anchors=args.anchors,
                         pace=args.pace, durability=args.durability,
                         stall_timeout=args.stall_timeout, verbose=args.verbose,
-                        table=args.table)
+                        table=args.table, no_progress=args.no_progress)
     try:
         result = run_bench(opts, sys.stdout)
     except BenchError as e:

@@ -107,6 +107,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        help="give up after this many seconds without progress (default 30)")
     bench.add_argument("--verbose", action="store_true",
                        help="show the simulator's and the drivers' log on stderr")
+    bench.add_argument("--no-progress", action="store_true",
+                       help="no progress bar (it is shown only when stderr is a terminal)")
     bench.set_defaults(func=cmd_bench)
 
     sim = sub.add_parser(

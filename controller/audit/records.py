@@ -10,7 +10,7 @@ that is not a JSON object raises :class:`LogReadError` with file and line.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,12 +41,39 @@ class LogRecord:
         return self.record.get("seq")
 
 
+#: how far long work has got: called with a phase ("verifying", "reading") and the bytes
+#: read since the last call, in steps of about :data:`METER_STEP` (a terminal progress bar;
+#: the audit layer itself shows nothing)
+Meter = Callable[[str, int], None]
+METER_STEP = 1 << 18
+
+
+def metered(lines: Iterable[bytes], meter: Meter | None, phase: str) -> Iterator[bytes]:
+    """``lines`` as they are, reporting the bytes read to ``meter`` every ~256 KiB."""
+    if meter is None:
+        yield from lines
+        return
+    pending = 0
+    try:
+        for raw in lines:
+            pending += len(raw)
+            if pending >= METER_STEP:
+                meter(phase, pending)
+                pending = 0
+            yield raw
+    finally:
+        if pending:
+            meter(phase, pending)
+
+
 class LogReader:
     """Iterate over the records of ``paths`` (in the order given)."""
 
-    def __init__(self, paths: Iterable[str | os.PathLike[str]]) -> None:
+    def __init__(self, paths: Iterable[str | os.PathLike[str]], *,
+                 meter: Meter | None = None) -> None:
         self.paths = [os.fspath(p) for p in paths]
         self.torn: list[tuple[str, int]] = []
+        self.meter = meter
 
     def __iter__(self) -> Iterator[LogRecord]:
         for path in self.paths:
@@ -60,7 +87,7 @@ class LogReader:
         except OSError as exc:
             raise LogReadError(f"cannot read: {exc.strerror or exc}", path=path) from None
         try:
-            for n, raw in enumerate(f, start=1):
+            for n, raw in enumerate(metered(f, self.meter, "reading"), start=1):
                 if not raw.endswith(b"\n"):
                     self.torn.append((path, n))
                     return

@@ -21,7 +21,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from controller import __version__
-from controller.audit.records import LogReader, LogRecord
+from controller.audit.records import LogReader, LogRecord, Meter
 from controller.events import EventError, parse_event
 from controller.profiles import ProfileError, profile_from_dict
 from controller.session import TableSession
@@ -202,9 +202,10 @@ class ReplayResult:
         return not self.differences
 
 
-def replay(paths: Iterable[str | os.PathLike[str]]) -> ReplayResult:
+def replay(paths: Iterable[str | os.PathLike[str]], *,
+           meter: Meter | None = None) -> ReplayResult:
     """Replay the logs (in order) and compare; raises ReplayError / LogReadError if unreadable."""
-    reader = LogReader(paths)
+    reader = LogReader(paths, meter=meter)
     replayer = Replayer()
     for rec in reader:
         replayer.feed(rec)

@@ -29,7 +29,7 @@ from typing import Any
 
 from controller.audit.anchors import Anchor
 from controller.audit.history import DEFAULT_K, Opening, history_for, openings_in, utc_date
-from controller.audit.records import LogReader, LogRecord
+from controller.audit.records import LogReader, LogRecord, Meter
 from controller.audit.replay import Replayer
 from controller.audit.sets import verify_set
 from controller.deviations import CATALOG
@@ -529,16 +529,17 @@ def _sabot_rotation(days: list[DayReport], openings: list[Opening]) -> None:
 
 def build_report(paths: Iterable[str | os.PathLike[str]], *,
                  log_dirs: Sequence[str] | None = None, key: bytes | None = None,
-                 anchors: Sequence[Anchor] | None = None) -> Report:
+                 anchors: Sequence[Anchor] | None = None,
+                 meter: Meter | None = None) -> Report:
     """Read the logs (in order) and build the report; raises on unreadable logs.
 
     Raises :class:`~controller.audit.records.LogReadError` or
     :class:`~controller.audit.replay.ReplayError`.
     """
     files = [os.fspath(p) for p in paths]
-    checked = verify_set(files, key=key, anchors=anchors, partial=True)
+    checked = verify_set(files, key=key, anchors=anchors, partial=True, meter=meter)
     builder = _Builder()
-    reader = LogReader(files)
+    reader = LogReader(files, meter=meter)
     for rec in reader:
         builder.feed(rec)
     builder.replayer.finish()

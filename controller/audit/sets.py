@@ -30,6 +30,7 @@ from pathlib import Path
 from controller import jsontext
 from controller.audit.anchors import Anchor
 from controller.audit.files import parse_log_name
+from controller.audit.records import Meter
 from controller.audit.verify import WRONG_KEY, VerifyResult, verify_file
 from controller.jsontext import JsonTextError
 
@@ -192,6 +193,7 @@ def verify_set(
     key: bytes | None = None,
     anchors: Sequence[Anchor] | None = None,
     partial: bool = False,
+    meter: Meter | None = None,
 ) -> SetCheck:
     """Verify every file, grouped by table, with the links between files and the anchors.
 
@@ -230,19 +232,20 @@ def verify_set(
             a for a in by_table.get(None, []) if a.file in {p.name for p in files}]
         label = table if ids.count(table) == 1 else f"{table} ({directory})"
         check = _verify_table(label, files, key, table_anchors, anchors is not None, report,
-                              partial)
+                              partial, meter)
         if check is not None:
             report.tables.append(check)
     return report
 
 
 def _verify_table(table: str, files: list[Path], key: bytes | None, anchors: list[Anchor],
-                  use_anchors: bool, report: SetCheck, partial: bool) -> TableCheck | None:
+                  use_anchors: bool, report: SetCheck, partial: bool,
+                  meter: Meter | None = None) -> TableCheck | None:
     check = TableCheck(table)
     want = {a.seq for a in anchors}
     for path in files:
         try:
-            result = verify_file(path, key=key, want_hashes=want)
+            result = verify_file(path, key=key, want_hashes=want, meter=meter)
         except OSError as exc:
             report.unreadable.append(f"{path}: {exc.strerror or exc}")
             continue

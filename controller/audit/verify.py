@@ -37,6 +37,7 @@ from typing import Any
 
 from controller import jsontext
 from controller.audit.canonical import GENESIS, canonical_text, key_id
+from controller.audit.records import Meter, metered
 from controller.jsontext import JsonTextError
 
 _STR_FIELDS = ("ts", "kind", "prev", "hash")
@@ -172,16 +173,19 @@ def verify_file(
     want_hashes: Collection[int] = (),
     start: ChainStart | None = None,
     end: int | None = None,
+    meter: Meter | None = None,
 ) -> VerifyResult:
     """Verify the log file at ``path`` (read as bytes, decoded line by line as UTF-8).
 
     With ``key``, every record must carry a correct ``mac``. ``want_hashes``:
     seqs whose record hash to return in ``VerifyResult.hashes`` (anchors).
     ``end``: verify only the first ``end`` bytes (a prefix ending at a line end).
+    ``meter``: told the bytes read as it goes (a progress bar).
     """
     with open(path, "rb") as f:
         lines: Iterable[bytes] = f if end is None else _prefix(f, end)
-        return _verify(_decoded(lines), os.fspath(path), start, key, want_hashes)
+        return _verify(_decoded(metered(lines, meter, "verifying")), os.fspath(path), start,
+                       key, want_hashes)
 
 
 def _prefix(f: Iterable[bytes], end: int) -> Iterator[bytes]:
