@@ -349,6 +349,17 @@ class Table:
             return self.cards(n)
         return []
 
+    def up_to_the_burn(self) -> Table:
+        """Open, count, shuffle, cut, place the cut card and load: the burn is next."""
+        self.open()
+        self.check()
+        self.shuffle()
+        self.cut()
+        if self.profile.has_cut_card:
+            self.place()
+        self.load()
+        return self
+
     def prepare(self) -> Table:
         """Open, count, shuffle, cut, place the cut card, load and burn: bets are open."""
         self.open()

@@ -612,14 +612,7 @@ def test_burn_count_one_too_many(name: str) -> None:
 @pytest.mark.parametrize("name", ["gr-blackjack", "ru-blackjack", "gr-blackjack-shuffler"])
 def test_burn_count_four_and_six_by_hand(name: str) -> None:
     for burned, at in ((4, "bets"), (6, "card")):
-        t = Table(name)
-        t.open()
-        t.check()
-        t.shuffle()
-        t.cut()
-        if t.profile.has_cut_card:
-            t.place()
-        t.load()
+        t = Table(name).up_to_the_burn()
         t.cards(min(burned, 5))
         if burned == 4:
             assert t.state == "burn"
@@ -638,14 +631,7 @@ def test_burn_count_four_and_six_by_hand(name: str) -> None:
 def test_burn_count_by_value(name: str, first_card: str, value: int) -> None:
     # short: one card fewer than the value (an ace cannot be short: it is its own burn)
     if value > 1:
-        t = Table(name)
-        t.open()
-        t.check()
-        t.shuffle()
-        t.cut()
-        if t.profile.has_cut_card:
-            t.place()
-        t.load()
+        t = Table(name).up_to_the_burn()
         t.card(first_card)
         t.cards(value - 2)
         assert t.state == "burn"
@@ -655,14 +641,7 @@ def test_burn_count_by_value(name: str, first_card: str, value: int) -> None:
         assert (dev.evidence["burned"], dev.evidence["required"]) == (value - 1, value)
         assert dev.evidence["mode"] == "by-value"
     # over: one card more than the value
-    t = Table(name)
-    t.open()
-    t.check()
-    t.shuffle()
-    t.cut()
-    if t.profile.has_cut_card:
-        t.place()
-    t.load()
+    t = Table(name).up_to_the_burn()
     t.card(first_card)
     t.cards(value - 1)
     assert t.state == "ready" and t.run.proc() == {}

@@ -82,14 +82,7 @@ def test_a_missed_bets_closed_is_one_deviation_every_round(name: str) -> None:
 @pytest.mark.parametrize("name", FIVE_BURN_PROFILES + BY_VALUE_PROFILES)
 @pytest.mark.parametrize("over", [1, 2, 3])
 def test_a_burn_too_long_is_one_deviation(name: str, over: int) -> None:
-    t = Table(name)
-    t.open()
-    t.check()
-    t.shuffle()
-    t.cut()
-    if t.profile.has_cut_card:
-        t.place()
-    t.load()
+    t = Table(name).up_to_the_burn()
     if t.profile.burn.mode == "by-value":
         t.card("7H")
         t.cards(6 + over)
