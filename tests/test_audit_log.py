@@ -763,9 +763,10 @@ def _imported_names(source: Path) -> list[str]:
 
 
 def test_audit_package_imports_no_devices_and_no_engine() -> None:
-    """The chain core: standard library, structlog, the text boundary (controller.jsontext,
-    a leaf) and itself only (no engine, no devices)."""
-    allowed_third_party = {"structlog"}
+    """The chain core: standard library, structlog, orjson (the fast canonical encoding),
+    the text boundary (controller.jsontext, a leaf) and itself only (no engine, no
+    devices)."""
+    allowed_third_party = {"structlog", "orjson"}
     engine_aware = {f"controller.audit.{name[:-3]}" for name in ENGINE_AWARE}
     core = [p for p in sorted(AUDIT_PKG.glob("*.py")) if p.name not in ENGINE_AWARE]
     assert {p.name for p in core} >= {"__init__.py", "canonical.py", "writer.py", "verify.py"}

@@ -35,13 +35,19 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from controller import jsontext
-from controller.audit.canonical import GENESIS, canonical_text, key_id
+from controller.audit.canonical import GENESIS, canonical_text, key_id, plain_bytes
 from controller.audit.records import Meter, metered
 from controller.jsontext import JsonTextError
 
 _STR_FIELDS = ("ts", "kind", "prev", "hash")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+# A number with a fraction or an exponent where a value starts and ends: every float
+# orjson decodes comes from one. Text inside a string can look like it too (then the
+# exact path decides); a float can never hide from it.
+_FLOAT_TOKEN = re.compile(rb"[:,\[]-?\d+(?:\.\d+(?:[eE][-+]?\d+)?|[eE][-+]?\d+)[,\]}]")
 
 # Classification of the first bad line (VerifyResult.problem).
 EDITED = "edited"  # a record's content changed (hash mismatch, not canonical, unparseable)
@@ -200,15 +206,35 @@ def _prefix(f: Iterable[bytes], end: int) -> Iterator[bytes]:
         yield raw
 
 
-def _decoded(f: Iterable[bytes]) -> Iterator[tuple[str | None, str | None]]:
+def _decoded(f: Iterable[bytes]) -> Iterator[tuple[bytes, None]]:
+    """The raw lines: :meth:`_State.check` takes bytes (its fast path) and decodes them
+    itself only when it must (:func:`_text_of`)."""
     for raw in f:
-        try:
-            yield raw.decode("utf-8"), None
-        except UnicodeDecodeError as exc:
-            if not raw.endswith(b"\n"):  # cut inside a character: report it as torn
-                yield raw.decode("utf-8", "replace"), None
-            else:
-                yield None, f"line is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        yield raw, None
+
+
+def _text_of(raw: bytes) -> tuple[str | None, str | None]:
+    """A raw line as text, or why it is not text (the slow path's input)."""
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        if not raw.endswith(b"\n"):  # cut inside a character: report it as torn
+            return raw.decode("utf-8", "replace"), None
+        return None, f"line is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+
+
+def _without_member_b(body: bytes, member: bytes) -> bytes | None:
+    """:func:`_without_member` on bytes, for the fast path (``member`` is the whole
+    ``"key":"value"`` text)."""
+    i = body.find(member)
+    if i < 0:
+        return None
+    j = i + len(member)
+    if body[j:j + 1] == b",":
+        return body[:i] + body[j + 1:]
+    if body[i - 1:i] == b",":
+        return body[:i - 1] + body[j:]
+    return body[:i] + body[j:]
 
 
 class _BadLine(Exception):
@@ -234,7 +260,7 @@ def _chain_start_of(record: Any) -> tuple[Mapping[str, Any] | None, ChainStart]:
     return chain, ChainStart()
 
 
-def _peek_record(text: str | None) -> Any:
+def _peek_record(text: str | bytes | None) -> Any:
     if text is None:
         return None
     try:
@@ -244,7 +270,7 @@ def _peek_record(text: str | None) -> Any:
 
 
 def _verify(
-    items: Iterable[tuple[str | None, str | None]],
+    items: Iterable[tuple[str | bytes | None, str | None]],
     source: str,
     start: ChainStart | None,
     key: bytes | None,
@@ -291,7 +317,8 @@ def _verify(
 
 
 def _diagnose_gap(
-    state: _State, lineno: int, following: Any, it: Iterator[tuple[str | None, str | None]]
+    state: _State, lineno: int, following: Any,
+    it: Iterator[tuple[str | bytes | None, str | None]]
 ) -> tuple[str, str, int]:
     """A seq gap at ``lineno``: moved (the missing seq is further on) or deleted?
 
@@ -324,8 +351,60 @@ class _State:
         self.key = key
         self.macs = 0
 
-    def check(self, text: str | None, decode_error: str | None, *, is_last: bool, first: bool,
-              lineno: int) -> None:
+    def check(self, line: str | bytes | None, decode_error: str | None, *, is_last: bool,
+              first: bool, lineno: int) -> None:
+        """Check one line, or raise :class:`_BadLine`. A raw line that is a sound record goes
+        through :meth:`_fast`: orjson decodes it, and its hash and MAC are checked on the
+        raw bytes. Anything the fast path does not accept as sound — whatever it is — is
+        judged again by the exact checks below, which name the problem."""
+        if isinstance(line, bytes):
+            if self._fast(line, is_last=is_last, first=first, lineno=lineno):
+                return
+            line, decode_error = _text_of(line)
+        self._exact(line, decode_error, is_last=is_last, first=first, lineno=lineno)
+
+    def _fast(self, raw: bytes, *, is_last: bool, first: bool, lineno: int) -> bool:
+        if not raw.endswith(b"\n"):
+            return False
+        body = raw[:-1]
+        try:
+            record = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return False
+        if type(record) is not dict or _FLOAT_TOKEN.search(body):  # floats: the exact path
+            return False
+        seq = record.get("seq")
+        digest = record.get("hash")
+        mac = record.get("mac")
+        if (type(seq) is not int or type(digest) is not str or type(record.get("ts")) is not str
+                or type(record.get("kind")) is not str or type(record.get("prev")) is not str
+                or plain_bytes(record) != body):  # _STR_FIELDS, spelt out: this is per record
+            return False
+        unhashed = _without_member_b(body, b'"hash":"' + digest.encode() + b'"')
+        if unhashed is None or hashlib.sha256(unhashed).hexdigest() != digest:
+            return False
+        if mac is None:
+            if self.keyed or self.key is not None:
+                return False
+        else:
+            if type(mac) is not str or not _HEX64.fullmatch(mac) or not self.keyed:
+                return False
+            if self.key is not None:
+                signed = _without_member_b(unhashed, b'"mac":"' + mac.encode() + b'"')
+                if signed is None or not hmac.compare_digest(hmac.digest(
+                        self.key, self.last_mac.encode("ascii") + signed, "sha256").hex(),
+                        mac):
+                    return False
+        self._check_link(record, seq, first=first, lineno=lineno)  # raises as the exact path
+        if mac is not None:
+            self.macs += 1
+            self.last_mac = mac
+        self.before_last_hash = self.last_hash
+        self.last_seq, self.last_hash = seq, digest
+        return True
+
+    def _exact(self, text: str | None, decode_error: str | None, *, is_last: bool,
+               first: bool, lineno: int) -> None:
         if decode_error is not None or text is None:
             raise _BadLine(None, decode_error or "unreadable line", EDITED)
         terminated = text.endswith("\n")
