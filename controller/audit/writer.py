@@ -50,7 +50,7 @@ from controller.audit.canonical import (
     seal_line,
 )
 from controller.audit.modes import FILE_MODE
-from controller.audit.verify import ChainStart, VerifyResult, verify_file
+from controller.audit.verify import ChainStart, VerifyResult, verify_tail
 from controller.jsontext import JsonTextError
 
 if TYPE_CHECKING:
@@ -291,7 +291,7 @@ def _open_existing(name: str, seq: int, prev: str, *, key: bytes | None, verify:
         if key is not None:
             raise AuditLogError("a keyed log must be verified before it is continued", path=name)
         return GENESIS
-    result = verify_file(name, key=key)
+    result = verify_tail(name, key=key)  # bounded: the whole chain is audit verify's job
     mac = _check_verified(result, name, key)
     if (result.head_seq, result.head) != (seq, prev):  # pragma: no cover - changed under the lock
         raise AuditLogError("the file changed while it was being verified", path=name)
@@ -329,7 +329,7 @@ def _cut_torn_tail(fd: int, name: str, durability: str, key: bytes | None,
     offset, torn = found
     line = _count_newlines(fd, offset) + 1
     if verify and offset:
-        _check_verified(verify_file(name, key=key, end=offset), name, key,
+        _check_verified(verify_tail(name, key=key, end=offset), name, key,
                         where=" (the torn last line was not cut)")
     os.ftruncate(fd, offset)
     if durability != "none":
