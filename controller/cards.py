@@ -46,8 +46,22 @@ class Card:
         return 10 if self.is_ten_or_face else RANKS.index(self.rank) + 1
 
 
+_PARSED: dict[str, Card] = {}  # token -> card: a shoe reads the same 52 tokens all day
+
+
 def parse_card(token: object) -> Card:
     """Parse one card token; raise :class:`CardError` naming the token otherwise."""
+    if type(token) is str:
+        card = _PARSED.get(token)
+        if card is not None:
+            return card
+    card = _parse_card(token)
+    if type(token) is str and len(_PARSED) < 1024:  # bounded: tokens are written many ways
+        _PARSED[token] = card
+    return card
+
+
+def _parse_card(token: object) -> Card:
     if not isinstance(token, str):
         raise CardError(token, "a card is a string such as 'AS' or '10H'")
     text = token.strip().upper()

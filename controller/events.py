@@ -291,7 +291,12 @@ def parse_time(text: str) -> dt.datetime:
     """ISO-8601 with an explicit UTC offset or ``Z``; naive times are taken as UTC. A time
     that has no UTC equivalent (``0001-01-01T00:00:00+01:00``) is not a time either."""
     try:
-        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        try:  # the usual "…Z" directly (Python 3.11 reads Z); "z" and the rest below
+            value = dt.datetime.fromisoformat(text)
+        except ValueError:
+            value = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        if value.tzinfo is dt.UTC:
+            return value
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
         return value.astimezone(dt.UTC)
@@ -400,12 +405,23 @@ def _check_values(obj: Mapping[str, Any]) -> None:
     """Every string valid Unicode text of sane length, every nesting shallow, every value a
     JSON value: what no later step — the engine, the audit writer, a report —
     could fail on. Walks without recursion, so no input can exhaust the stack."""
+    for value in obj.values():  # the usual event: flat, short ASCII text and numbers
+        kind = type(value)
+        if kind is str:
+            if len(value) > MAX_TEXT or not value.isascii():
+                break
+        elif kind is not int and kind is not bool and value is not None:
+            break
+    else:
+        return
     stack: list[tuple[str, Any, int]] = [(k, v, 1) for k, v in obj.items()]
     while stack:
         where, value, depth = stack.pop()
         if isinstance(value, str):
             if len(value) > MAX_TEXT:
                 raise EventError(where, f"text longer than {MAX_TEXT} characters")
+            if value.isascii():  # the usual case, and never a surrogate
+                continue
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:
