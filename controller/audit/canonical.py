@@ -74,7 +74,7 @@ def _inner(part: Mapping[str, Any]) -> bytes:
 
 
 def _obj(*inner: bytes) -> bytes:
-    return b"{" + b",".join(i for i in inner if i) + b"}"
+    return b"{" + b",".join([i for i in inner if i]) + b"}"
 
 
 def seal_line(record: Mapping[str, Any], key: bytes | None = None,
@@ -88,11 +88,16 @@ def seal_line(record: Mapping[str, Any], key: bytes | None = None,
     The top-level keys sort around ``hash`` and ``mac``, so the members are encoded in
     three runs (before ``hash``, between, after ``mac``) and the hash and MAC members are
     spliced in where sorting puts them."""
+    if key is None:  # two runs: orjson sorts each, the hash member goes between them
+        a = _inner({k: v for k, v in record.items() if k < "hash"})
+        c = _inner({k: v for k, v in record.items() if k > "hash"})
+        digest = hashlib.sha256(_obj(a, c)).hexdigest()
+        return _obj(a, b'"hash":"' + digest.encode("ascii") + b'"', c) + b"\n", digest, None
     before: dict[str, Any] = {}
     between: dict[str, Any] = {}
     after: dict[str, Any] = {}
-    for k in sorted(record):
-        (before if k < "hash" else between if k < "mac" else after)[k] = record[k]
+    for k, v in record.items():
+        (before if k < "hash" else between if k < "mac" else after)[k] = v
     a, b, c = _inner(before), _inner(between), _inner(after)
     mac = None
     mac_member = b""
