@@ -21,10 +21,12 @@ run: $(STAMP)  ## a bench run: the controller against simulated devices on virtu
 
 test: $(STAMP)
 	$(BIN)/ruff check controller drivers simulators tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check controller drivers simulators tests benchmarks
+	$(BIN)/mypy
 
 bench: $(STAMP)  ## print speed and memory figures
 	$(BIN)/python benchmarks/run.py

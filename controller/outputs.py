@@ -23,7 +23,8 @@ class Transition:
     under_fault: bool = False
 
     def to_record(self) -> dict[str, Any]:
-        out = {"type": "transition", "from": self.source, "to": self.dest, "on": self.trigger}
+        out: dict[str, Any] = {"type": "transition", "from": self.source, "to": self.dest,
+                               "on": self.trigger}
         if self.under_fault:
             out["under_fault"] = True
         return out

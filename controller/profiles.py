@@ -242,7 +242,7 @@ def _check_value(file: str, key: str, value: Any, typ: Any, meta: dict[str, Any]
         if isinstance(value, bool) or not isinstance(value, int):
             raise ProfileError(file, key, f"expected an integer, got {value!r}")
         lo, hi = meta.get("min"), meta.get("max")
-        if lo is not None and not lo <= value <= hi:
+        if lo is not None and hi is not None and not lo <= value <= hi:
             raise ProfileError(file, key, f"{value} is out of range {lo}..{hi}")
         return value
     if not isinstance(value, str) or not value.strip():

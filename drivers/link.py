@@ -409,7 +409,7 @@ class ProtocolLink(LinkBase):
             return [self.issue(found.kind, 1, f"expected {found.expected}, got {seq} "
                                               f"({kind_name(frame.type)})", frame.type)]
         if found is not None:  # a gap: the frame is accepted, held, and a resend asked for
-            out: list[LinkResult] = [self.issue(
+            out = [self.issue(
                 "gap", found.missing, f"expected {found.expected}, got {seq}: "
                 f"{found.missing} frame(s) missing", frame.type)]
             return out + self._open_gap(found.expected, found.missing, frame, now)

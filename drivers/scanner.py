@@ -45,7 +45,7 @@ class ScannerDriver(SwpDriver):
                                                    Kind.SCAN_END, Kind.DOOR})
     card_kinds: ClassVar[frozenset[int]] = frozenset({Kind.SCAN_CARD})
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.scan: Scan | None = None
 
@@ -77,7 +77,7 @@ class ScannerDriver(SwpDriver):
                 if scan is None:
                     return [self.protocol_error("scan_end_without_begin",
                                                 f"SCAN_END count {count} without SCAN_BEGIN")]
-                out: list[Output] = []
+                out = []
                 if count is not None and count != scan.seen:
                     out.append(self.protocol_error(
                         "scan_count", f"SCAN_END says {count} cards, {scan.seen} were received"))

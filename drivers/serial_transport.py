@@ -164,7 +164,7 @@ class SerialTransport(Transport):
         try:
             data = port.read(1)  # waits up to the timeout for the first byte
             if data:
-                waiting = port.in_waiting
+                waiting = port.in_waiting  # type: ignore[attr-defined]  # every port class has it; SerialBase does not declare it
                 if waiting:
                     data += port.read(min(waiting, 4096))
             return bytes(data)

@@ -116,7 +116,8 @@ class Supervisor:
             self.driver.connect(now)
         except DeviceError as e:
             log.warning("%s: connect failed: %s", self.driver.name, e)
-            out = [self.driver.diagnostic(NOTICE, "CONNECT_FAILED", detail=str(e))]
+            out: list[Output] = [self.driver.diagnostic(NOTICE, "CONNECT_FAILED",
+                                                        detail=str(e))]
             out += self.driver.lost(f"cannot connect: {e}", now)
             self._schedule(now)
             return out

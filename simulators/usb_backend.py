@@ -140,7 +140,7 @@ class SimBackend(usb.backend.IBackend):
 
     # ------------------------------------------------------------------ descriptors
 
-    def enumerate_devices(self):  # type: ignore[no-untyped-def]
+    def enumerate_devices(self):
         with self._lock:
             self._service()
             return [self._current] if self._plugged else []

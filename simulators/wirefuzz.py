@@ -195,17 +195,23 @@ def generate(seed: int, *, device: str | None = None, pieces: int = 40) -> WireS
             piece = HEADER.pack(START, VERSION, seq % SEQ_MODULO, kind, size) + bytes(
                 rng.randrange(256) for _ in range(min(size, 64)))
         elif r < 0.90:
-            name, piece = "bad version", bytearray(frame(kind, {}))
-            piece[2] ^= 0x7F
-            piece = bytes(piece)
+            name, flipped = "bad version", bytearray(frame(kind, {}))
+            flipped[2] ^= 0x7F
+            piece = bytes(flipped)
         elif r < 0.93:
             name, piece = "heartbeat", frame(Kind.HEARTBEAT, {})
         elif r < 0.96:
             name = "link message"
             link = rng.choice([Kind.ACK, Kind.NAK, Kind.RESEND, Kind.HELLO])
-            piece = frame(link, rng.choice([{"ack": rng.randrange(-5, 70000)},
-                                            {"nak": seq, "reason": "x"}, {"from": 0}, {}])
-                          if rng.random() < 0.5 else hostile_body(rng))
+            body: dict[str, object] | bytes
+            if rng.random() < 0.5:  # the draws in the order they always were (seeded fuzz)
+                bodies: list[dict[str, object]] = [
+                    {"ack": rng.randrange(-5, 70000)}, {"nak": seq, "reason": "x"},
+                    {"from": 0}, {}]
+                body = rng.choice(bodies)
+            else:
+                body = hostile_body(rng)
+            piece = frame(link, body)
         else:
             name = "identity again"
             piece = frame(Kind.IDENTITY, identity_body(device, rng, refused=rng.random() < 0.5))

@@ -62,7 +62,7 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from controller.app.runtime import CONTROLLER, CONTROLLER_ERROR, LINK_CODES, TableRuntime
 from controller.audit import (
@@ -372,7 +372,7 @@ def read_log_facts(path: Path, dealer: str) -> LogFacts:
             if isinstance(r.get("line"), int):
                 facts.scripted.append(r["line"])
             if kind == "card":
-                facts.cards.append(ev.get("card"))
+                facts.cards.append(cast(str, ev.get("card")))
             elif kind == "device_fault":
                 facts.faults[f"{ev.get('device')}:{ev.get('code')}"] += 1
                 if ev.get("code") == "UNREADABLE_CARD" and ev.get("device") == dealer:
@@ -547,8 +547,9 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
 
     # ---- the audit log: new, or resumed
     if opts.log is None:
-        root: Path | None = Path(tempfile.mkdtemp(prefix="shoewarden-bench-"))
-        path = log_path(root, table, date)
+        fresh = Path(tempfile.mkdtemp(prefix="shoewarden-bench-"))
+        root: Path | None = fresh
+        path = log_path(fresh, table, date)
     elif opts.log.endswith(".jsonl") or Path(opts.log).is_file():
         root, path = None, Path(opts.log)
     else:

@@ -63,7 +63,7 @@ def cmd_ports(args: argparse.Namespace) -> int:
     return ports(args)
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser(
         "run", help="run a table: its devices, the dealer console, the audit log",
         description="Run one table with its real devices (config/tables/example.toml) and a "

@@ -141,7 +141,7 @@ class DealerConsole:
             decks = _number(args[0]) if args else self.decks
             if decks is None:
                 return Command("error", message="open: DECKS is a number of decks, e.g. o 6")
-            obj: dict[str, Any] = {"type": "table_open", "table": self.table, "decks": decks}
+            obj = {"type": "table_open", "table": self.table, "decks": decks}
             if len(args) > 1:
                 obj["sabot"] = args[1]
             return self._event(obj)

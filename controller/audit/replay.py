@@ -28,6 +28,18 @@ from controller.session import TableSession
 
 CONTEXT = ("table", "shoe", "round", "state")
 
+def _dict_at(obj: Any, key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is an object, else an empty one (a record read from a log)."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _list_at(obj: Any, key: str) -> list[Any]:
+    """``obj[key]`` when it is an array, else an empty one (a record read from a log)."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, list) else []
+
+
 
 class ReplayError(ValueError):
     """The log cannot be replayed at all (no header, a header without a valid profile …)."""
@@ -108,7 +120,7 @@ class Replayer:
             profile = profile_from_dict(profile_raw, f"header at seq {r.get('seq')}")
         except ProfileError as exc:
             raise ReplayError(f"{rec.file}: line {rec.line}: the header's profile: {exc}") from None
-        settings = r.get("settings") if isinstance(r.get("settings"), dict) else {}
+        settings = _dict_at(r, "settings")
         try:
             self.session = TableSession(profile, None, dict(settings))
         except (TypeError, ValueError) as exc:

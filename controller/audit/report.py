@@ -37,6 +37,18 @@ from controller.events import EventError, parse_time
 
 SEVERITIES = ("critical", "warning", "info")
 
+def _dict_at(obj: Any, key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is an object, else an empty one (a record read from a log)."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _list_at(obj: Any, key: str) -> list[Any]:
+    """``obj[key]`` when it is an array, else an empty one (a record read from a log)."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, list) else []
+
+
 
 @dataclass
 class Entry:
@@ -257,14 +269,14 @@ class _Builder:
         kind = rec.kind
         r = rec.record
         if kind == "input":
-            event = r.get("event") if isinstance(r.get("event"), dict) else {}
+            event = _dict_at(r, "event")
             self.time = _time_of(r, event)
             before = r.get("state")
             self.replayer.feed(rec)
             self._input(rec, event, before)
         elif kind == "output":
             self.replayer.feed(rec)
-            out = r.get("output") if isinstance(r.get("output"), dict) else {}
+            out = _dict_at(r, "output")
             self._output(rec, out)
         else:
             self.replayer.feed(rec)
@@ -448,7 +460,7 @@ class _Builder:
     def _note(self, day: DayReport, timeline: list[Entry], rec: LogRecord,
               out: dict[str, Any]) -> None:
         kind = out.get("kind")
-        data = out.get("data") if isinstance(out.get("data"), dict) else {}
+        data = _dict_at(out, "data")
         text = str(out.get("text", ""))
         if kind == "round":
             n = data.get("round")
@@ -667,7 +679,7 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
            f"  bets closed {clock(r.start)} (seq {r.seq})"
            + "".join(f", {k} {v}" for k, v in r.bets.items())
            + (f"; round ended {clock(r.end)}" if r.end else "; the round did not end")]
-    cards = data.get("cards") if isinstance(data.get("cards"), list) else []
+    cards = _list_at(data, "cards")
     times = r.inputs if len(r.inputs) == len(cards) else []
     if r.early:
         out.append("  dealt before bets closed (CARD_BEFORE_BETS_CLOSED):")
@@ -741,7 +753,7 @@ def _result_lines(data: dict[str, Any]) -> list[str]:
         if "dealer_qualifies" in data:
             out.append(f"    dealer qualifies: {data.get('dealer_qualifies')}")
     elif "winner" in data or "punto" in data:  # baccarat family
-        cards = data.get("cards") if isinstance(data.get("cards"), list) else []
+        cards = _list_at(data, "cards")
         for side in ("punto", "banco"):
             side_cards = [c.get("card") for c in cards if c.get("to") == side]
             if side_cards or data.get(side) is not None:

@@ -227,7 +227,7 @@ def verify_set(
     for (table, directory), files in groups.items():
         names = [parse_log_name(p.name) for p in files]
         if all(n is not None for n in names):
-            files = [p for _, p in sorted(zip(names, files, strict=True))]  # type: ignore[misc]
+            files = [p for _, p in sorted(zip(names, files, strict=True))]
         table_anchors = by_table.get(table, []) + [
             a for a in by_table.get(None, []) if a.file in {p.name for p in files}]
         label = table if ids.count(table) == 1 else f"{table} ({directory})"

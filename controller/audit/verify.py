@@ -237,7 +237,8 @@ def _verify_parallel(name: str, key: bytes | None, want: Collection[int], size: 
             if not isinstance(rec, dict) or type(rec.get("seq")) is not int \
                     or not isinstance(rec.get("hash"), str) or f.tell() >= size:
                 return None
-            mac = rec.get("mac") if isinstance(rec.get("mac"), str) else GENESIS
+            raw_mac = rec.get("mac")
+            mac = raw_mac if isinstance(raw_mac, str) else GENESIS
             cuts.append((f.tell(), ChainStart(rec["seq"], rec["hash"], mac)))
     bounds = [(b, cuts[i + 1][0] if i + 1 < len(cuts) else size, s)
               for i, (b, s) in enumerate(cuts)]
@@ -390,7 +391,8 @@ def _chain_start_of(record: Any) -> tuple[Mapping[str, Any] | None, ChainStart]:
     cont = chain.get("continues")
     if isinstance(cont, Mapping):
         seq, h = cont.get("seq"), cont.get("hash")
-        mac = cont.get("mac") if isinstance(cont.get("mac"), str) else GENESIS
+        raw_mac = cont.get("mac")
+        mac = raw_mac if isinstance(raw_mac, str) else GENESIS
         if type(seq) is int and seq >= 0 and isinstance(h, str):
             return chain, ChainStart(seq, h, mac)
     return chain, ChainStart()
@@ -425,7 +427,8 @@ def _verify(
             if start is None:
                 start = auto
     start = start or ChainStart()
-    keyed = bool(chain and isinstance(chain.get("mac"), Mapping))
+    first_chain: Mapping[str, Any] | None = chain if isinstance(chain, Mapping) else None
+    keyed = bool(first_chain and isinstance(first_chain.get("mac"), Mapping))
     want = set(want_hashes)
     hashes: dict[int, str] = {}
     state = _State(start.seq, start.hash, start.mac, keyed=keyed, key=key)
@@ -446,14 +449,14 @@ def _verify(
                 total = lineno + (0 if following is None else 1 + sum(1 for _ in it))
             return VerifyResult(
                 False, good, bad.seq, lineno, bad.reason, source, state.last_hash,
-                state.last_seq, start, chain, problem, detail, state.macs,
+                state.last_seq, start, first_chain, problem, detail, state.macs,
                 key is not None, state.last_mac, total, hashes)
         good += 1
         if state.last_seq in want:
             hashes[state.last_seq] = state.last_hash
         current = following
     return VerifyResult(True, good, None, None, None, source, state.last_hash, state.last_seq,
-                        start, chain, None, None, state.macs, key is not None, state.last_mac,
+                        start, first_chain, None, None, state.macs, key is not None, state.last_mac,
                         lineno, hashes)
 
 

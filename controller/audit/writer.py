@@ -31,7 +31,7 @@ import datetime as dt
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -594,7 +594,8 @@ class _ChainLogger(structlog.BoundLoggerBase):
         return self._logger.msg(*args, **kw)
 
 
-def _as_kwargs(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def _as_kwargs(_logger: Any, _method: str,
+               event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
     """Last processor: hand the event dict over as ``**kwargs`` to ``HashChainWriter.msg``."""
     return event_dict
 
