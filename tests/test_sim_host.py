@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import serial
 
+from controller.app.sequencing import ConsoleMerger
 from controller.cards import pack
 from controller.deviations import Deviation
 from controller.engine import TableEngine
@@ -34,7 +35,7 @@ from drivers.framing import Frame, FrameDecoder, encode
 from drivers.protocol import Kind
 from simulators.dealer import DayPlan, Step, table_day
 from simulators.devices import Device
-from simulators.pty_host import ConsoleMerger, PtyHost, TablePlayer, make_devices
+from simulators.pty_host import PtyHost, TablePlayer, make_devices
 from simulators.scenario import load_scenario, scenario_names
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,9 +10,9 @@
 2. The controller's real drivers open those ports with pyserial exactly as they would
    open ``/dev/ttyUSB0`` (each under a :class:`~drivers.supervisor.Supervisor`); the
    console channel is read by a thread; what the drivers make and the console lines are
-   put in step order by the pty host's ``ConsoleMerger``
-   (:class:`BenchSequencer`) and fed by the :class:`~controller.app.runtime.TableRuntime`'s
-   engine thread through the audit log.
+   put in step order by the :class:`~controller.app.sequencing.ConsoleMerger`
+   (:class:`~controller.app.sequencing.BenchSequencer`) and fed by the
+   :class:`~controller.app.runtime.TableRuntime`'s engine thread through the audit log.
 3. A progress line per shoe (per block of ``rounds_per_block`` rounds where every round is
    shuffled, as in stud poker), each deviation as it happens, then a summary: shoes,
    rounds, cards, deviations by code, device faults, reconnects, protocol errors, and the
@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from controller.app.runtime import CONTROLLER, CONTROLLER_ERROR, LINK_CODES, TableRuntime
+from controller.app.sequencing import BenchSequencer
 from controller.audit import (
     AnchorSink,
     AuditLog,
@@ -91,7 +92,7 @@ from drivers.errors import DeviceError
 from drivers.registry import create_drivers
 from drivers.supervisor import Backoff
 from simulators.dealer import DayPlan
-from simulators.pty_host import ConsoleMerger, PtyHost, sweep_stale_link_dirs
+from simulators.pty_host import PtyHost, sweep_stale_link_dirs
 from simulators.scenario import Scenario, ScenarioError, load_scenario
 
 log = logging.getLogger("shoewarden.bench")
@@ -126,67 +127,6 @@ class BenchOptions:
     verbose: bool = False
     table: str | None = None  # the table id written in the log (default: the day's, T1)
     no_progress: bool = False  # no bar even on a terminal (controller.progressbar)
-
-
-# --------------------------------------------------------------------------- sequencing
-
-
-class BenchSequencer:
-    """The pty host's :class:`ConsoleMerger`, with the bench's numbering, clock and resume.
-
-    Scripted events (what the merger releases for the day's lines and counted device
-    messages) are numbered 1, 2, … in release order: the ``line`` they are logged with.
-    The first ``skip`` are not fed (already in the log). Events the script does not know
-    (``counted=False``, or from an abandoned device) are fed at once, without a number.
-    """
-
-    def __init__(self, skip: int = 0, start_t: str | None = None) -> None:
-        self.merger = ConsoleMerger()
-        self.skip = skip
-        self.ordinal = 0
-        self.last_t: str | None = start_t  # the dealer's clock (before the first step: start_t)
-        self.cards: dict[str, list[str]] | None = None
-        self._abandoned: set[str] = set()
-
-    @property
-    def ended(self) -> bool:
-        return self.merger.ended
-
-    def console_line(self, line: dict[str, Any]) -> None:
-        if line.get("end"):
-            cards = line.get("cards")
-            self.cards = dict(cards) if isinstance(cards, dict) else {}
-        self.merger.console_line(line)
-
-    def device_event(self, device: str, event: dict[str, Any], counted: bool = True) -> None:
-        ev = dict(event)
-        ev.pop("t", None)  # the driver's wall clock: the dealer's clock is put back on release
-        if not counted or device in self._abandoned:
-            ev["_live"] = True
-        self.merger.device_event(device, ev, counted)
-
-    def abandon(self, device: str) -> None:
-        self._abandoned.add(device)
-        self.merger.abandon(device)
-
-    def waiting_for(self) -> dict[str, int]:
-        return self.merger.waiting_for()
-
-    def ready(self) -> list[tuple[dict[str, Any], int | None]]:
-        out: list[tuple[dict[str, Any], int | None]] = []
-        for ev in self.merger.ready():
-            live = bool(ev.pop("_live", False))
-            if "t" in ev:
-                self.last_t = ev["t"]
-            elif self.last_t is not None:
-                ev["t"] = self.last_t
-            if live:
-                out.append((ev, None))
-                continue
-            self.ordinal += 1
-            if self.ordinal > self.skip:
-                out.append((ev, self.ordinal))
-        return out
 
 
 # --------------------------------------------------------------------------- progress
