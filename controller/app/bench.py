@@ -83,7 +83,7 @@ from controller.audit.records import LogReader, LogReadError
 from controller.audit.recovery import recover
 from controller.audit.replay import ReplayError
 from controller.deviations import Deviation
-from controller.events import DeviceOk, Event, parse_time
+from controller.events import CardDrawn, DeviceOk, Event, parse_time
 from controller.outputs import Output
 from controller.profiles import Profile, ProfileError, load_profile
 from controller.progressbar import ProgressBar, wanted
@@ -146,8 +146,11 @@ class Progress:
         self.mark = (session.tally.rounds, session.tally.cards, sum(
             session.tally.deviations.values()))
         self.unit_start = self.shoe
+        self.first_card: float | None = None  # when the first card was fed (monotonic)
 
     def __call__(self, event: Event, outputs: list[Output], line: int | None) -> None:
+        if self.first_card is None and isinstance(event, CardDrawn):
+            self.first_card = time.monotonic()
         for o in outputs:
             if isinstance(o, Deviation):
                 tag = " (expected)" if o.code in self.expect else ""
@@ -362,6 +365,8 @@ class BenchResult:
     events: int = 0
     elapsed: float = 0.0
     fed_cards: int = 0
+    #: seconds from the start of the run to the first card fed (None: no card)
+    first_card_s: float | None = None
 
 
 def _plan(scenario: Scenario | None, opts: BenchOptions) -> DayPlan:
@@ -456,6 +461,7 @@ def _same_day(header: dict[str, Any] | None, settings: dict[str, Any]) -> str | 
 
 def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
     """The whole bench run; raises :class:`BenchError` for bad input or a failed start."""
+    begun = time.monotonic()
     out = out or sys.stdout
     try:
         scenario = load_scenario(opts.scenario) if opts.scenario else None
@@ -642,6 +648,8 @@ def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
             if waiting:
                 result.failure += f"; waiting for {waiting}"
         progress.finish()
+        if progress.first_card is not None:
+            result.first_card_s = progress.first_card - begun
         result.sim_cards = (sequencer.cards or {}).get(dealer, []) if sequencer.ended else None
     finally:
         bar.__exit__(None, None, None)
@@ -683,6 +691,8 @@ def print_summary(r: BenchResult, out: IO[str]) -> None:
     out.write(f"summary: profile {r.profile}, seed {r.seed}, scenario {r.scenario or '-'}\n")
     out.write(f"  shoes {r.shoes}, rounds {r.rounds}, cards {r.cards}, inputs {r.events}"
               + (f"; {r.fed_cards} card(s) in {r.elapsed:.2f} s this run" if r.elapsed else "")
+              + (f"; first card {r.first_card_s:.2f} s after the start"
+                 if r.first_card_s is not None else "")
               + "\n")
     if f is not None:
         out.write(f"  deviations: {_counts(f.deviations)}\n")
