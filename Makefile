@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test quick lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ test: $(STAMP)
 	$(BIN)/ruff check controller drivers simulators tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+quick: $(STAMP)  ## the inner loop: no slow tests, a tenth of the Hypothesis examples, every core
+	HYPOTHESIS_PROFILE=quick $(BIN)/python -m pytest -m 'not slow' -n auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check controller drivers simulators tests benchmarks

@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from conftest import Run, Table, prof
+from engine_streams import Run, Table, prof
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 

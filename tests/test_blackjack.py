@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import Run, Table, events, prof, run
+from engine_streams import Run, Table, events, prof, run
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 

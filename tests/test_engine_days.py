@@ -1,15 +1,15 @@
 """The procedure engine on correct table days, and the procedure facts a day relies on.
 
 Correct days come from the reference dealer (simulators/dealer.py); short streams are
-built by hand with :class:`conftest.Table`. Every event fed through :class:`conftest.Run`
-is also checked against the output contract (deviations and notes, then the transition,
-then the prompt; a prompt after every state change).
+built by hand with :class:`engine_streams.Table`. Every event fed through
+:class:`engine_streams.Run` is also checked against the output contract (deviations and
+notes, then the transition, then the prompt; a prompt after every state change).
 """
 
 from __future__ import annotations
 
 import pytest
-from conftest import (
+from engine_streams import (
     CUT_CARD_PROFILES,
     FIVE_BURN_PROFILES,
     NO_ROUND_PROFILES,

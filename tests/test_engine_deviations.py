@@ -6,7 +6,7 @@ asserts the code appears — exactly once where that is the right answer — and
 procedure code appears. Where a code does not apply to a profile, the parametrization
 says so and, where there is something to check, a test shows what happens instead.
 
-Every event also goes through the output-contract checks of :class:`conftest.Run`: each
+Every event also goes through the output-contract checks of :class:`engine_streams.Run`: each
 deviation has the catalog's severity, a message, and ``rule`` = "<profile> <seed §>".
 """
 
@@ -18,7 +18,7 @@ import tomllib
 from collections import Counter
 
 import pytest
-from conftest import (
+from engine_streams import (
     BURN_PHASES,
     BY_VALUE_PROFILES,
     CUT_CARD_PROFILES,

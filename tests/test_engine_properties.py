@@ -15,7 +15,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from conftest import (
+from engine_streams import (
     BURN_PHASES,
     PROFILES,
     SERIOUS,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import (
+from engine_streams import (
     BY_VALUE_PROFILES,
     FIVE_BURN_PROFILES,
     PROFILES,

@@ -11,7 +11,7 @@ import itertools
 from typing import Any
 
 import pytest
-from conftest import Run, Table, day, events, prof
+from engine_streams import Run, Table, day, events, prof
 
 from controller.deviations import Deviation, Severity
 from controller.games.stud import hand_name
