@@ -88,17 +88,17 @@ class TableSession:
     def feed(self, event: Event, line: int | None = None) -> list[Output]:
         if not self._header_written:
             self.start(getattr(event, "table", None))
-        if self.audit is not None:
-            self.audit.input(event.to_record(), line=line, context=self.engine.context())
-        shoe_before = self.engine.shoe
-        outputs = self.engine.handle(event)
-        if self.audit is not None:
-            context = self.engine.context()
-            for output in outputs:
-                self.audit.output(output.to_record(), context=context)
+        audit = self.audit
+        engine = self.engine
+        if audit is not None:
+            audit.input_event(event, line=line, context=engine.context())
+        shoe_before = engine.shoe
+        outputs = engine.handle(event)
+        if audit is not None:
+            audit.outputs(outputs, context=engine.context())
         self._count(event, outputs, shoe_before)
-        if self.audit is not None:
-            for trouble in self.audit.take_anchor_trouble():
+        if audit is not None:
+            for trouble in audit.take_anchor_trouble():
                 outputs += self.feed(DeviceReport(device=AUDIT_DEVICE, code=ANCHOR_WRITE_FAILED,
                                                   detail=trouble[:300], t=event.t))
         return outputs

@@ -39,7 +39,7 @@ from controller.audit.files import parse_log_name, table_files
 from controller.audit.records import LogReader
 from controller.audit.replay import Difference, Replayer
 from controller.audit.verify import ChainStart, verify_file
-from controller.audit.writer import AuditLog, AuditLogError, Clock, TornCut, _find_torn_tail
+from controller.audit.writer import AuditLog, AuditLogError, Clock, TornCut, find_torn_tail
 from controller.session import TableSession
 
 DEFAULT_REASON = "restart after an unclean stop"
@@ -138,7 +138,7 @@ def _tail_snapshot(file: Path) -> tuple[int, bytes] | None:
     except OSError:
         return None
     try:
-        found = _find_torn_tail(fd)
+        found = find_torn_tail(fd)
         return found if found is not None else (os.fstat(fd).st_size, b"")
     finally:
         os.close(fd)

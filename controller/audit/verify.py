@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import re
+from collections import deque
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,16 +40,25 @@ from typing import Any
 import orjson
 
 from controller import jsontext
-from controller.audit.canonical import GENESIS, canonical_text, key_id, plain_bytes
+from controller.audit.canonical import GENESIS, canonical_text, key_id
 from controller.audit.records import Meter, metered
 from controller.jsontext import JsonTextError
 
 _STR_FIELDS = ("ts", "kind", "prev", "hash")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-# A number with a fraction or an exponent where a value starts and ends: every float
-# orjson decodes comes from one. Text inside a string can look like it too (then the
-# exact path decides); a float can never hide from it.
-_FLOAT_TOKEN = re.compile(rb"[:,\[]-?\d+(?:\.\d+(?:[eE][-+]?\d+)?|[eE][-+]?\d+)[,\]}]")
+# The fast paths' float screen, with no pass of its own. Every float orjson reads holds a
+# ``.``, an ``E`` or an ``e``; orjson writes one back with a ``.`` or an exponent sign
+# (``1e+16``, ``2e-7``). ``_MARKED`` turns ``.``, ``E``, ``+`` and ``-`` into ``?``, which
+# no JSON number may hold but any string may, before decoding: a float with a fraction,
+# an ``E`` or a signed exponent then fails to decode, and one written ``1e16`` decodes but
+# does not encode back to the same bytes — either way the exact path takes the line and
+# names the float. (So does a negative integer, which our records never hold.) Marking
+# changes no string's escaping; it can change the order of keys that hold those
+# characters, which ours never do: such a line goes to the exact path too.
+_MARKED = bytes.maketrans(b".E+-", b"????")
+_SORTED = orjson.OPT_SORT_KEYS
+#: lines checked as one run by :meth:`_State.block`
+BLOCK_LINES = 128
 
 # Classification of the first bad line (VerifyResult.problem).
 EDITED = "edited"  # a record's content changed (hash mismatch, not canonical, unparseable)
@@ -434,8 +445,26 @@ def _verify(
     state = _State(start.seq, start.hash, start.mac, keyed=keyed, key=key)
     good = 0
     lineno = 0
+    back: deque[tuple[str | bytes | None, str | None]] = deque()  # lines to look at again
+    slow = 0  # lines still to check one by one (a run that did not pass as a whole)
     while current is not None:
-        following = next(it, None)
+        if slow == 0:
+            run = [current]
+            while len(run) < BLOCK_LINES:
+                item = back.popleft() if back else next(it, None)
+                if item is None:
+                    break
+                run.append(item)
+            raws = [raw for raw, _ in run if type(raw) is bytes]
+            if len(raws) == len(run) and state.block(raws, want, hashes):
+                good += len(run)
+                lineno += len(run)
+                current = back.popleft() if back else next(it, None)
+                continue
+            back.extendleft(reversed(run[1:]))
+            slow = len(run)
+        slow -= 1
+        following = back.popleft() if back else next(it, None)
         lineno += 1
         text, decode_error = current
         try:
@@ -444,9 +473,11 @@ def _verify(
         except _BadLine as bad:
             detail, problem = bad.detail, bad.problem
             if problem == "gap":
-                problem, detail, total = _diagnose_gap(state, lineno, following, it)
+                rest = itertools.chain(back, it)
+                problem, detail, total = _diagnose_gap(state, lineno, following, rest)
             else:
-                total = lineno + (0 if following is None else 1 + sum(1 for _ in it))
+                rest = itertools.chain(back, it)
+                total = lineno + (0 if following is None else 1 + sum(1 for _ in rest))
             return VerifyResult(
                 False, good, bad.seq, lineno, bad.reason, source, state.last_hash,
                 state.last_seq, start, first_chain, problem, detail, state.macs,
@@ -495,6 +526,76 @@ class _State:
         self.key = key
         self.macs = 0
 
+    def block(self, raws: list[bytes], want: Collection[int], hashes: dict[int, str]) -> bool:
+        """Check a run of raw lines at once, or change nothing and return False (then they
+        are checked one by one, and any fault is named there).
+
+        Everything a line's record must be is checked on the whole run by two C calls: the
+        run as one JSON array decodes (marked: :data:`_MARKED`, so no float does) and
+        encodes back to the same bytes (canonical). Then each line in turn: its fields'
+        types, its hash on its raw bytes, its MAC, its link."""
+        if not raws[-1].endswith(b"\n"):
+            return False
+        text = b"".join(raws)
+        marked = (b"[" + text[:-1].replace(b"\n", b",") + b"]").translate(_MARKED)
+        try:
+            records = orjson.loads(marked)
+        except orjson.JSONDecodeError:
+            return False
+        if len(records) != len(raws) or orjson.dumps(records, option=_SORTED) != marked:
+            return False
+        saved = (self.last_seq, self.last_hash, self.before_last_hash, self.last_mac,
+                 self.macs)
+        seq, last, before, mac_head = self.last_seq, self.last_hash, self.before_last_hash, \
+            self.last_mac
+        macs = 0
+        keyed, key = self.keyed, self.key
+        sha256 = hashlib.sha256
+        found: list[tuple[int, str]] = []
+        for raw, record in zip(raws, records, strict=True):
+            if type(record) is not dict:
+                break
+            digest = record.get("hash")
+            mac = record.get("mac")
+            if (record.get("seq") != seq + 1 or type(digest) is not str
+                    or record.get("prev") != last or type(record.get("ts")) is not str
+                    or type(record.get("kind")) is not str):
+                break
+            member = b'"hash":"' + digest.encode() + b'"'
+            i = raw.find(member)  # the line without it: as _without_member_b, inlined
+            if i < 0:
+                break
+            j = i + len(member)
+            unhashed = (raw[:i] + raw[j + 1:-1] if raw[j] == 44  # ","
+                        else raw[:i - 1] + raw[j:-1] if raw[i - 1] == 44 else raw[:i] + raw[j:-1])
+            if sha256(unhashed).hexdigest() != digest:
+                break
+            if mac is None:
+                if keyed or key is not None:
+                    break
+            else:
+                if type(mac) is not str or not keyed or not _HEX64.fullmatch(mac):
+                    break
+                if key is not None:
+                    signed = _without_member_b(unhashed, b'"mac":"' + mac.encode() + b'"')
+                    if signed is None or not hmac.compare_digest(hmac.digest(
+                            key, mac_head.encode("ascii") + signed, "sha256").hex(), mac):
+                        break
+                macs += 1
+                mac_head = mac
+            seq += 1
+            before, last = last, digest
+            if seq in want:
+                found.append((seq, digest))
+        else:
+            self.last_seq, self.last_hash, self.before_last_hash = seq, last, before
+            self.last_mac, self.macs = mac_head, self.macs + macs
+            hashes.update(found)
+            return True
+        (self.last_seq, self.last_hash, self.before_last_hash, self.last_mac,
+         self.macs) = saved
+        return False
+
     def check(self, line: str | bytes | None, decode_error: str | None, *, is_last: bool,
               first: bool, lineno: int) -> None:
         """Check one line, or raise :class:`_BadLine`. A raw line that is a sound record goes
@@ -511,19 +612,21 @@ class _State:
         if not raw.endswith(b"\n"):
             return False
         body = raw[:-1]
+        marked = body.translate(_MARKED)
         try:
-            record = orjson.loads(body)
-        except orjson.JSONDecodeError:
+            record = orjson.loads(marked)
+        except orjson.JSONDecodeError:  # not JSON, or a float with a '.' or an 'E'
             return False
-        if type(record) is not dict or _FLOAT_TOKEN.search(body):  # floats: the exact path
+        if type(record) is not dict:
             return False
         seq = record.get("seq")
         digest = record.get("hash")
+        prev = record.get("prev")
         mac = record.get("mac")
-        if (type(seq) is not int or type(digest) is not str or type(record.get("ts")) is not str
-                or type(record.get("kind")) is not str or type(record.get("prev")) is not str
-                or plain_bytes(record) != body):  # _STR_FIELDS, spelt out: this is per record
-            return False
+        if (type(seq) is not int or type(digest) is not str or type(prev) is not str
+                or type(record.get("ts")) is not str or type(record.get("kind")) is not str
+                or orjson.dumps(record, option=orjson.OPT_SORT_KEYS) != marked):
+            return False  # _STR_FIELDS, spelt out (this is per record); not canonical
         unhashed = _without_member_b(body, b'"hash":"' + digest.encode() + b'"')
         if unhashed is None or hashlib.sha256(unhashed).hexdigest() != digest:
             return False

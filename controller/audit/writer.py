@@ -1,72 +1,68 @@
-"""The hash-chained audit log writer.
+"""The audit log as the engine runner sees it: :class:`AuditLog`.
 
-Two layers:
+It stands in front of the chain's writer (:class:`~controller.audit.chain.HashChainWriter`,
+which seals, writes and fsyncs under one lock) and adds what a table needs around it:
+the record kinds (``header``, ``input``, ``output``, any other ``kind``), the context every
+record carries (table, shoe, round, state), and the anchors (the head published at every
+round end, shoe end, table close, open and close; docs/audit-log.md).
 
-* :class:`HashChainWriter` is the structlog *wrapped logger* (the final
-  logger). Its ``msg`` method receives the finished event dict as keyword
-  arguments and, under one ``threading.Lock`` it owns, assigns ``seq``, ``ts``
-  and ``prev``, computes ``hash``, writes the canonical line, and fsyncs per the
-  durability policy. The chain lives here and nowhere else: a hash chain kept in
-  a processor would be guarded by a different lock than the one that orders the
-  writes, and threads would interleave records out of chain order.
-* :class:`AuditLog` is the front the engine runner uses (``header``, ``input``,
-  ``output``, ``write``). Every call goes through a structlog bound logger built
-  with :func:`structlog.wrap_logger` over the writer; structlog's global
-  configuration is never touched.
+Two ways to write:
 
-Options beyond the plain chain: a ``key`` (every record then carries a chained
-HMAC-SHA-256 ``mac``), a chain start for a new file of a rotated set
-(:class:`ChainStart` plus the ``chain`` field written into its first record),
-an :class:`~controller.audit.anchors.AnchorSink` that receives the head at
-every shoe end, table close, open and close, and the explicit cut of a torn
-last line used by crash recovery (``repair_torn``).
+* the dict methods (``header``, ``input``, ``output``, ``write``) check what they are
+  given (context keys and types, float-free JSON) and go through a structlog bound
+  logger over the writer (:func:`structlog.wrap_logger`; structlog's global
+  configuration is never touched), so ad-hoc records — headers, recovery notes, device
+  notes — can be processed like any structlog event;
+* the card path, :meth:`AuditLog.input_event` and :meth:`AuditLog.outputs`, takes the
+  typed values themselves (an input event, the engine's outputs) and hands their parts to
+  :meth:`~controller.audit.chain.HashChainWriter.append`: one encoding, no check walk, no
+  structlog pass (which only passed the record through, at a tenth of its cost), and the
+  outputs of one input in one write (docs/architecture.md, "The audit writer").
 
-The writer knows no devices and no engine: it receives plain dicts.
-See docs/audit-log.md for the format.
+The log knows no devices and no engine: what it writes are dicts and values that can
+say themselves as dicts (``to_record()``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import os
-import threading
-from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterable, Mapping, MutableMapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from controller import jsontext
-from controller.audit.canonical import (
-    GENESIS,
-    MAC_ALG,
-    RESERVED_KEYS,
-    check_json_value,
-    key_id,
-    record_hash,
-    seal_line,
+from controller.audit.chain import (
+    DURABILITY_POLICIES,
+    FSYNC_KINDS,
+    Durability,
+    HashChainWriter,
+    check_durability,
 )
-from controller.audit.modes import FILE_MODE
-from controller.audit.verify import ChainStart, VerifyResult, verify_tail
-from controller.jsontext import JsonTextError
+from controller.audit.errors import AuditLogError
+from controller.audit.opening import TornCut, find_torn_tail
+from controller.audit.timestamps import Clock, format_ts
+from controller.audit.verify import ChainStart
 
 if TYPE_CHECKING:
     from controller.audit.anchors import AnchorSink
 
-try:  # POSIX: refuse a second writer on the same file (it would fork the chain).
-    import fcntl
-except ImportError:  # pragma: no cover - non-POSIX
-    fcntl = None  # type: ignore[assignment]
-
-DURABILITY_POLICIES = ("input", "every", "none")
-"""``input``: fsync after every ``input`` and ``header`` record (default, write-ahead);
-``every``: fsync after every record; ``none``: flush only (bulk replay, benchmarks)."""
-
-FSYNC_KINDS = frozenset({"input", "header"})
-"""Record kinds fsynced under the default ``input`` policy."""
+__all__ = [
+    "ANCHOR_STATES",
+    "CONTEXT_KEYS",
+    "DURABILITY_POLICIES",
+    "FSYNC_KINDS",
+    "AuditLog",
+    "AuditLogError",
+    "Clock",
+    "Durability",
+    "HashChainWriter",
+    "Recordable",
+    "TornCut",
+    "check_durability",
+    "find_torn_tail",
+    "format_ts",
+]
 
 CONTEXT_KEYS = ("table", "shoe", "round", "state")
 """The context every record carries (``null`` where it does not apply)."""
@@ -77,509 +73,11 @@ ANCHOR_STATES = {"shoe_complete": "shoe_end", "closed": "table_close"}
 ``round_end``, the round's ``note``): a cut of a live table's log can then take at most the
 round in progress with it unnoticed — anchors cost one small fsynced line per round."""
 
-Clock = Callable[[], dt.datetime]
 
+class Recordable(Protocol):
+    """A typed value the log can write: an input event or an engine output."""
 
-@dataclass(frozen=True)
-class TornCut:
-    """What ``repair_torn`` cut off the end of a log: the torn last line."""
-
-    line: int  # 1-based line number of the torn line
-    offset: int  # byte offset where it started (the new file size)
-    bytes: int  # its length in bytes
-    sha256: str  # SHA-256 (hex) of the bytes cut
-
-    def to_record(self) -> dict[str, Any]:
-        return {"line": self.line, "offset": self.offset, "bytes": self.bytes,
-                "sha256": self.sha256}
-
-
-class AuditLogError(Exception):
-    """The audit log cannot be opened or written safely.
-
-    ``path`` and ``line`` (1-based) locate the problem when it is in a file.
-    """
-
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
-        self.path = path
-        self.line = line
-        where = ""
-        if path is not None:
-            where = f"{path}: " if line is None else f"{path}: line {line}: "
-        super().__init__(where + message)
-
-
-def check_durability(durability: str) -> str:
-    """Return ``durability`` if it is an allowed policy, else raise ``ValueError`` naming them."""
-    if durability not in DURABILITY_POLICIES:
-        allowed = ", ".join(repr(p) for p in DURABILITY_POLICIES)
-        raise ValueError(f"durability must be one of {allowed}, not {durability!r}")
-    return durability
-
-
-def _utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def format_ts(when: dt.datetime) -> str:
-    """``when`` as ISO-8601 UTC, milliseconds, ``Z``: ``2026-11-21T10:15:30.123Z``."""
-    if when.tzinfo is None or when.utcoffset() is None:
-        raise ValueError(f"audit clock returned a naive datetime {when!r}; it must be tz-aware")
-    utc = when.astimezone(dt.UTC)
-    if utc.year >= 1000:  # isoformat is C and several times faster than strftime
-        return utc.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-
-
-# --------------------------------------------------------------------------- sinks
-
-
-class _Sink(Protocol):
-    name: str
-
-    def write(self, data: bytes) -> None: ...
-    def sync(self) -> None: ...
-    def close(self) -> None: ...
-
-
-class _FileSink:
-    """An O_APPEND file descriptor: each record is one ``os.write`` (no user-space buffer)."""
-
-    def __init__(self, fd: int, name: str) -> None:
-        self.fd = fd
-        self.name = name
-        self.size = os.fstat(fd).st_size  # where the last whole record ends
-
-    def write(self, data: bytes) -> None:
-        """Append ``data`` whole, or leave the file as it was: a write that fails part way
-        (a full disk) is cut back to the end of the last whole record, so the log never
-        ends in a half line of this writer's making. The :class:`OSError` then carries
-        ``cut_back = True`` (False when even the cut failed)."""
-        view = memoryview(data)
-        try:
-            while view:
-                n = os.write(self.fd, view)
-                view = view[n:]
-        except OSError as exc:
-            try:
-                os.ftruncate(self.fd, self.size)
-                exc.cut_back = True  # type: ignore[attr-defined]
-            except OSError:
-                exc.cut_back = False  # type: ignore[attr-defined]
-            raise
-        self.size += len(data)
-
-    def sync(self) -> None:
-        os.fsync(self.fd)
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
-class _StreamSink:
-    """A text stream (e.g. ``io.StringIO``) for tests: write and flush, never fsync."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        self.name = getattr(stream, "name", None) or f"<{type(stream).__name__}>"
-
-    def write(self, data: bytes) -> None:
-        self.stream.write(data.decode("utf-8"))
-        flush = getattr(self.stream, "flush", None)
-        if flush is not None:
-            flush()
-
-    def sync(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass  # the caller owns the stream
-
-
-def _read_head(fd: int, path: str) -> tuple[int, str]:
-    """The (seq, hash) of the last record of an open log file; (0, GENESIS) if it is empty.
-
-    Refuses (AuditLogError with path and line) a torn or unparseable last line,
-    or one whose hash does not match its content: appending would extend a
-    broken chain. Recovery is a separate, explicit step.
-    """
-    size = os.fstat(fd).st_size
-    if size == 0:
-        return 0, GENESIS
-    if os.pread(fd, 1, size - 1) != b"\n":
-        raise AuditLogError(
-            "torn last line (no newline terminator): the previous writer was interrupted; "
-            "recover the log before appending",
-            path=path,
-            line=_count_newlines(fd, size) + 1,
-        )
-    # Read backwards from just before the final newline to the newline before it.
-    end = size - 1
-    pos, buf = end, b""
-    while pos > 0:
-        start = max(0, pos - 65536)
-        buf = os.pread(fd, pos - start, start) + buf
-        pos = start
-        if b"\n" in buf:
-            break
-    last = buf[buf.rfind(b"\n") + 1 :]  # the whole last line (rfind is -1 for a one-line file)
-
-    def bad(why: str) -> AuditLogError:
-        return AuditLogError(
-            f"last record {why}; refusing to append to a broken chain",
-            path=path,
-            line=_count_newlines(fd, size),
-        )
-
-    try:
-        record = jsontext.loads(last)
-    except JsonTextError as exc:
-        raise bad(f"does not parse as JSON ({exc})") from None
-    if not isinstance(record, dict):
-        raise bad("is not a JSON object")
-    seq, claimed = record.get("seq"), record.get("hash")
-    if type(seq) is not int or seq < 1:
-        raise bad(f"has no valid seq ({seq!r})")
-    if not isinstance(claimed, str):
-        raise bad("has no hash")
-    body = {k: v for k, v in record.items() if k != "hash"}
-    try:
-        actual = record_hash(body)
-    except (TypeError, ValueError) as exc:
-        raise bad(f"cannot be re-encoded ({exc})") from None
-    if actual != claimed:
-        raise bad("hash mismatch: record was edited")
-    return seq, claimed
-
-
-def _count_newlines(fd: int, size: int) -> int:
-    count, offset = 0, 0
-    while offset < size:
-        block = os.pread(fd, min(1 << 20, size - offset), offset)
-        if not block:
-            break
-        count += block.count(b"\n")
-        offset += len(block)
-    return count
-
-
-def _check_verified(result: VerifyResult, name: str, key: bytes | None, *,
-                    where: str = "") -> str:
-    """Raise unless a log verified and matches the key (or its absence); return the last mac."""
-    if result.problem == "wrong-key":
-        raise AuditLogError(f"{result.reason}; refusing to append{where}", path=name,
-                            line=result.first_bad_line)
-    if not result.ok and not result.keyed and key is not None and result.problem == "mac" \
-            and result.first_bad_line == 1:
-        raise AuditLogError("the log is not keyed (no MAC chain); it cannot be continued with a "
-                            f"key: start a new file{where}", path=name, line=1)
-    if not result.ok:
-        detail = f" ({result.detail})" if result.detail else ""
-        raise AuditLogError(
-            f"chain does not verify: {result.reason}{detail}; refusing to append to a broken "
-            f"chain (recover a torn log, or start a new file with a recorded reason){where}",
-            path=name, line=result.first_bad_line)
-    if result.keyed and key is None:
-        raise AuditLogError("the log is keyed (its records carry a mac): open it with its key"
-                            + where, path=name)
-    return result.mac_head if key is not None else GENESIS
-
-
-def _open_existing(name: str, seq: int, prev: str, *, key: bytes | None, verify: bool) -> str:
-    """Check a non-empty log before appending; return its last ``mac`` (``GENESIS`` if none)."""
-    if not verify:
-        if key is not None:
-            raise AuditLogError("a keyed log must be verified before it is continued", path=name)
-        return GENESIS
-    result = verify_tail(name, key=key)  # bounded: the whole chain is audit verify's job
-    mac = _check_verified(result, name, key)
-    if (result.head_seq, result.head) != (seq, prev):  # pragma: no cover - changed under the lock
-        raise AuditLogError("the file changed while it was being verified", path=name)
-    return mac
-
-
-def _find_torn_tail(fd: int) -> tuple[int, bytes] | None:
-    """(offset, bytes) of a last line without ``\\n``; None if the file ends with one."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return None
-    pos = size
-    tail = b""
-    while pos > 0:
-        start = max(0, pos - 65536)
-        block = os.pread(fd, pos - start, start)
-        tail = block + tail
-        pos = start
-        if b"\n" in block:
-            break
-    torn = tail[tail.rfind(b"\n") + 1:]
-    return size - len(torn), torn
-
-
-def _cut_torn_tail(fd: int, name: str, durability: str, key: bytes | None,
-                   verify: bool) -> TornCut | None:
-    """Cut a last line without ``\\n`` back to the end of the last whole line; describe the cut.
-
-    The whole records before it must verify first: a log that is damaged
-    elsewhere is not touched.
-    """
-    found = _find_torn_tail(fd)
-    if found is None:
-        return None
-    offset, torn = found
-    line = _count_newlines(fd, offset) + 1
-    if verify and offset:
-        _check_verified(verify_tail(name, key=key, end=offset), name, key,
-                        where=" (the torn last line was not cut)")
-    os.ftruncate(fd, offset)
-    if durability != "none":
-        os.fsync(fd)
-    return TornCut(line, offset, len(torn), hashlib.sha256(torn).hexdigest())
-
-
-# --------------------------------------------------------------------------- writer
-
-
-class HashChainWriter:
-    """The structlog final logger: seals each event dict into the next chain record and writes it.
-
-    ``msg(**fields)`` (alias ``info``) takes the record without ``seq``, ``ts``,
-    ``prev`` and ``hash`` and returns the sealed record. Sequence assignment,
-    time stamp, hashing, the write and the fsync all happen under the writer's
-    own lock, so concurrent callers always produce an unbroken chain.
-    """
-
-    def __init__(
-        self,
-        sink: _Sink,
-        *,
-        durability: str = "input",
-        clock: Clock | None = None,
-        seq: int = 0,
-        prev: str = GENESIS,
-        key: bytes | None = None,
-        mac: str = GENESIS,
-        chain: Mapping[str, Any] | None = None,
-        torn_cut: TornCut | None = None,
-    ) -> None:
-        self._sink = sink
-        self._durability = check_durability(durability)
-        self._clock: Clock = clock or _utc_now
-        self._seq = seq
-        self._prev = prev
-        self._key = key
-        self._mac = mac
-        self._pending_chain = dict(chain) if chain else None
-        self.torn_cut = torn_cut
-        self._lock = threading.Lock()
-        self._closed = False
-        self._broken: BaseException | None = None
-
-    # NB: do not give this class __len__ or __bool__: structlog's lazy proxy
-    # replaces a falsy wrapped logger with its default logger factory.
-
-    @classmethod
-    def open(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        durability: str = "input",
-        clock: Clock | None = None,
-        key: bytes | None = None,
-        start: ChainStart | None = None,
-        chain: Mapping[str, Any] | None = None,
-        verify: bool = True,
-        repair_torn: bool = False,
-    ) -> HashChainWriter:
-        """Open ``path`` for appending, creating it (mode 0o640) or continuing its chain.
-
-        An existing non-empty file is verified first (the whole chain with
-        ``verify``, else its last record only); a file that does not verify is
-        refused with :class:`AuditLogError` naming the path and line. With
-        ``repair_torn`` a torn last line (no ``\\n``) is cut off first and
-        described in :attr:`torn_cut` (crash recovery; see
-        :func:`controller.audit.recovery.recover`).
-
-        ``key``: write a keyed log (each record gets a ``mac``); a keyed file can
-        only be continued with its key and an unkeyed one never gets one.
-        ``start`` and ``chain`` apply to an empty file only: where its chain
-        starts (a rotated set continues from the previous file's head) and the
-        ``chain`` field written into its first record.
-        """
-        check_durability(durability)
-        name = os.fspath(path)
-        flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-        created = True
-        try:
-            fd = os.open(name, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        except FileExistsError:
-            created = False
-            fd = os.open(name, flags)
-        try:
-            if created:
-                os.fchmod(fd, FILE_MODE)  # exact mode whatever the umask
-            if fcntl is not None:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    raise AuditLogError(
-                        "already open by another writer (two writers would fork the chain)",
-                        path=name,
-                    ) from None
-            torn = (_cut_torn_tail(fd, name, durability, key, verify) if repair_torn
-                    else None)
-            empty = os.fstat(fd).st_size == 0
-            if empty:
-                begin = start or ChainStart()
-                seq, prev, mac = begin.seq, begin.hash, begin.mac
-                first_chain = dict(chain or {})
-                if key is not None:
-                    first_chain["mac"] = {"alg": MAC_ALG, "key_id": key_id(key)}
-            else:
-                seq, prev = _read_head(fd, name)
-                mac = _open_existing(name, seq, prev, key=key, verify=verify)
-                first_chain = {}
-            if created and durability != "none":
-                _fsync_dir(Path(name).resolve().parent)
-        except BaseException:
-            os.close(fd)
-            raise
-        return cls(_FileSink(fd, name), durability=durability, clock=clock, seq=seq, prev=prev,
-                   key=key, mac=mac, chain=first_chain or None, torn_cut=torn)
-
-    @classmethod
-    def to_stream(cls, stream: Any, *, clock: Clock | None = None) -> HashChainWriter:
-        """A writer on a text stream (e.g. ``io.StringIO``), starting a new chain; never fsyncs."""
-        return cls(_StreamSink(stream), durability="none", clock=clock)
-
-    @property
-    def head(self) -> tuple[int, str]:
-        """(seq, hash) of the last record written; (0, GENESIS) before the first."""
-        with self._lock:
-            return self._seq, self._prev
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def broken(self) -> bool:
-        """A write or fsync failed: nothing more is written."""
-        return self._broken is not None
-
-    @property
-    def mac_head(self) -> str:
-        """The ``mac`` of the last record (``GENESIS`` for an unkeyed log or before the first)."""
-        with self._lock:
-            return self._mac
-
-    @property
-    def keyed(self) -> bool:
-        return self._key is not None
-
-    @property
-    def durability(self) -> str:
-        return self._durability
-
-    @property
-    def name(self) -> str:
-        return self._sink.name
-
-    def msg(self, /, **fields: Any) -> dict[str, Any]:
-        """Seal ``fields`` into the next record, write it, fsync per policy; return the record."""
-        kind = fields.get("kind")
-        if not isinstance(kind, str) or not kind:
-            raise ValueError(f"audit record needs a non-empty string 'kind', got {kind!r}")
-        reserved = RESERVED_KEYS.intersection(fields)
-        if reserved:
-            raise ValueError(
-                f"audit record fields {sorted(reserved)} are set by the writer, not the caller"
-            )
-        check_json_value(fields)
-        sync = self._durability == "every" or (self._durability == "input" and kind in FSYNC_KINDS)
-        with self._lock:
-            if self._closed:
-                raise AuditLogError("audit log is closed", path=self._sink.name)
-            if self._broken is not None:
-                raise AuditLogError(
-                    f"audit log is unusable after a failed write ({self._broken!r})",
-                    path=self._sink.name,
-                )
-            record = dict(fields)
-            record["seq"] = self._seq + 1
-            record["ts"] = format_ts(self._clock())
-            record["prev"] = self._prev
-            if self._pending_chain is not None:
-                record["chain"] = self._pending_chain
-            line, digest, mac = seal_line(record, self._key, self._mac)
-            if mac is not None:
-                record["mac"] = mac
-            record["hash"] = digest
-            try:
-                self._sink.write(line)
-            except OSError as exc:
-                if not getattr(exc, "cut_back", False):
-                    self._broken = exc  # the file may end in a partial line: never write again
-                raise AuditLogError(
-                    f"write failed at seq {record['seq']}: {exc.strerror or exc}"
-                    + ("; the log still ends with its last whole record" if
-                       getattr(exc, "cut_back", False) else ""), path=self._sink.name
-                ) from exc
-            try:
-                if sync:
-                    self._sink.sync()
-            except OSError as exc:
-                # The record may not be durable, and after a failed fsync the kernel may
-                # have dropped it: never write after this (no fsync retry either).
-                self._broken = exc
-                raise AuditLogError(
-                    f"fsync failed at seq {record['seq']}: {exc.strerror or exc}",
-                    path=self._sink.name) from exc
-            self._seq = record["seq"]
-            self._prev = record["hash"]
-            if self._key is not None:
-                self._mac = record["mac"]
-            self._pending_chain = None
-        return record
-
-    info = msg
-
-    def sync(self) -> None:
-        """fsync now, whatever the durability policy (no-op on a stream)."""
-        with self._lock:
-            if not self._closed and self._broken is None:
-                self._sink.sync()
-
-    def close(self) -> None:
-        """fsync (unless the policy is ``none``) and close; idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            try:
-                if self._broken is None and self._durability != "none":
-                    self._sink.sync()
-            finally:
-                self._sink.close()
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a newly created file's directory entry durable."""
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. platforms without directory fds
-        return
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
-# --------------------------------------------------------------------------- structlog front
+    def to_record(self) -> dict[str, Any]: ...
 
 
 class _ChainLogger(structlog.BoundLoggerBase):
@@ -633,8 +131,8 @@ def _context_fields(context: Mapping[str, Any], *, require_all: bool) -> dict[st
 class AuditLog:
     """The audit log as the engine runner sees it. Thread-safe; a context manager.
 
-    Every method returns the sealed record it wrote (``seq``, ``ts``, ``prev`` and
-    ``hash`` included).
+    Every dict method returns the sealed record it wrote (``seq``, ``ts``, ``prev`` and
+    ``hash`` included); the card path's methods return nothing.
     """
 
     def __init__(self, writer: HashChainWriter, *, anchors: AnchorSink | None = None,
@@ -721,6 +219,7 @@ class AuditLog:
         so and the pit is alerted."""
         if self._anchors is None:
             return None
+        self._writer.flush()  # an anchor never names a record that is not in the file yet
         seq, head = self._writer.head
         try:
             record = self._anchors.write(table=self._table, file=self._writer.name, seq=seq,
@@ -786,13 +285,54 @@ class AuditLog:
             "output", _context_fields(context, require_all=True), {"output": dict(output)}
         )
         if self._anchors is not None:
-            kind = output.get("type")
-            reason = (ANCHOR_STATES.get(output.get("to"))  # type: ignore[arg-type]
-                      if kind == "transition" else
-                      "round_end" if kind == "note" and output.get("kind") == "round" else None)
+            reason = self._anchor_reason(output)
             if reason is not None:
                 self.anchor(reason)
         return record
+
+    def input_event(self, event: Recordable, *, line: int | None,
+                    context: Mapping[str, Any]) -> None:
+        """The card path's ``input`` record: ``event`` is a typed input event and
+        ``context`` the engine's own (``TableEngine.context()``, every key present). Fsynced
+        at once under the ``input`` and ``every`` policies (write-ahead)."""
+        after: dict[str, Any] = {"kind": "input", **context}
+        if line is not None:
+            after["line"] = line
+        self._writer.append({"event": event.to_record()}, after, "input")
+        table = context["table"]
+        if table is not None:
+            self._table = table
+
+    def outputs(self, outputs: Iterable[Recordable], *, context: Mapping[str, Any]) -> None:
+        """The card path's ``output`` records, one per output of one input, written together
+        (one write; one fsync each under ``every``), each anchor right after the record that
+        calls for it."""
+        writer = self._writer
+        table = context["table"]
+        if table is not None:
+            self._table = table
+        for output in outputs:
+            record = output.to_record()
+            writer.append(None, {"kind": "output", **context, "output": record}, "output")
+            if self._anchors is not None:
+                reason = self._anchor_reason(record)
+                if reason is not None:
+                    self.anchor(reason)  # its head is this record (anchor() flushes)
+        if writer.durability is not Durability.NONE:
+            writer.flush()
+
+    @staticmethod
+    def _anchor_reason(output: Mapping[str, Any]) -> str | None:
+        kind = output.get("type")
+        if kind == "transition":
+            return ANCHOR_STATES.get(output.get("to"))  # type: ignore[arg-type]
+        if kind == "note" and output.get("kind") == "round":
+            return "round_end"
+        return None
+
+    def flush(self) -> None:
+        """Write what the card path left waiting (``none`` policy); no fsync."""
+        self._writer.flush()
 
     def write(self, kind: str, context: Mapping[str, Any], /, **payload: Any) -> dict[str, Any]:
         """Write a record of any ``kind``; context keys left out are written as null."""
