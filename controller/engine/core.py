@@ -31,10 +31,29 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from transitions import Machine
-
 from controller.cards import Card, burn_value, deck
 from controller.deviations import CATALOG, Deviation
+from controller.engine.graph import Graph, Procedure, build, states_for
+from controller.engine.states import (
+    BURN,
+    CLOSED,
+    CLOSING_CHECK,
+    CUT,
+    CUT_CARD,
+    DEVICE_FAULT,
+    LAST_ROUND,
+    LOAD,
+    OPENING_CHECK,
+    PLAY_EVENTS,
+    READY,
+    RETURN_DISCARDS,
+    ROUND,
+    SHOE_COMPLETE,
+    SHUFFLE,
+    STATE_DESCRIPTIONS,
+    SUSPENDED,
+    State,
+)
 from controller.events import (
     ANCHOR_WRITE_FAILED,
     DEVICE_INFO_EVENTS,
@@ -65,53 +84,6 @@ from controller.events import (
 from controller.outputs import Note, Output, Prompt, Transition
 from controller.profiles import Profile
 from controller.rounds import referee_for
-
-# States, in the order of a table day. Which of them a table has depends on its profile.
-CLOSED = "closed"
-OPENING_CHECK = "opening_check"
-SHUFFLE = "shuffle"
-CUT = "cut"
-CUT_CARD = "cut_card"
-LOAD = "load"
-BURN = "burn"
-READY = "ready"
-ROUND = "round"
-LAST_ROUND = "last_round"
-RETURN_DISCARDS = "return_discards"
-SHOE_COMPLETE = "shoe_complete"
-CLOSING_CHECK = "closing_check"
-SUSPENDED = "suspended"
-DEVICE_FAULT = "device_fault"
-
-ALL_STATES = (
-    CLOSED, OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, BURN, READY, ROUND, LAST_ROUND,
-    RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED, DEVICE_FAULT,
-)
-
-STATE_DESCRIPTIONS = {
-    CLOSED: "the table is closed",
-    OPENING_CHECK: "waiting for the opening count of the pack",
-    SHUFFLE: "waiting for the shuffle",
-    CUT: "waiting for the cut",
-    CUT_CARD: "waiting for the cut card to be placed",
-    LOAD: "waiting for the stack to be loaded",
-    BURN: "burning cards",
-    READY: "bets are open",
-    ROUND: "a round is being dealt",
-    LAST_ROUND: "the last round of the shoe is being dealt",
-    RETURN_DISCARDS: "waiting for the round's cards to go back into the shuffler",
-    SHOE_COMPLETE: "the shoe is finished",
-    CLOSING_CHECK: "the pack has been counted for closing",
-    SUSPENDED: "players left; the cards are withdrawn",
-    DEVICE_FAULT: "a device fault is open",
-}
-
-# Events that are "play" for the purpose of DEVICE_FAULT (rounds, cards, shoe preparation).
-PLAY_EVENTS = frozenset({
-    "card", "cut_card", "bets_closed", "action", "stub_count", "shoe_loaded",
-    "discards_returned", "shuffle", "cut", "cut_card_placed",
-})
-
 
 # What a slip makes follow from it, grouped with it (as notes) while the procedure's state
 # stays (TableEngine.handle). A round played on where no round is in play — after an early
@@ -149,12 +121,6 @@ class Accounting:
             "burned": self.burned, "behind_cut_card": self.behind_cut_card,
             "cut_card_out": self.cut_card_out,
         }
-
-
-class _Procedure:
-    """The model object of the ``transitions`` machine: it holds the state (set by the engine)."""
-
-    state: str
 
 
 SABOT_ROTATION_K = 3
@@ -208,20 +174,11 @@ class TableEngine:
         self.profile = profile
         self.sabot_rotation_k = sabot_rotation_k
         self._openings = _openings_from(sabot_history)
-        self.states = _states_for(profile)
-        self.graph: dict[tuple[str, str], tuple[str | None, ...]] = {}
-        self._model = _Procedure()
-        self.machine = Machine(
-            model=self._model,
-            states=list(self.states),
-            initial=CLOSED,
-            auto_transitions=False,
-            ignore_invalid_triggers=False,
-        )
-        for trigger, sources, dests in _graph_for(profile, self.states):
-            for source in sources:
-                for dest in dests:
-                    self._add(trigger, source, dest)
+        self.states = states_for(profile)
+        self._state: str = CLOSED.value
+        self._model = Procedure(self._get_state, self._set_state)
+        self.graph: Graph
+        self.graph, self.machine = build(profile, self.states, self._model)
         # Open faults outlive the table day: a device broken overnight is still broken.
         self._faults: dict[tuple[str, str], str | None] = {}
         self._resume: str | None = None
@@ -231,14 +188,13 @@ class TableEngine:
         self._episode: tuple[str, str, str] | None = None
         self._reset_day()
 
-    # ------------------------------------------------------------------ graph building
+    # ------------------------------------------------------------------ graph
 
-    def _add(self, trigger: str, source: str, dest: str | None) -> None:
-        key = (trigger, source)
-        if dest in self.graph.get(key, ()):
-            return
-        self.graph[key] = (*self.graph.get(key, ()), dest)
-        self.machine.add_transition(trigger, source, dest)
+    def _get_state(self) -> str:
+        return self._state
+
+    def _set_state(self, value: str) -> None:
+        self._state = value
 
     def valid_events(self, state: str | None = None) -> list[str]:
         state = state or self.state
@@ -248,7 +204,8 @@ class TableEngine:
 
     @property
     def state(self) -> str:
-        return self._model.state
+        """The current state's value (``State(engine.state)`` is its member)."""
+        return self._state
 
     @property
     def open_faults(self) -> dict[tuple[str, str], str | None]:
@@ -395,10 +352,10 @@ class TableEngine:
                     faults=faults, event=event.type, resume_state=self._resume,
                 ))
             assert self._resume is not None
-            self._model.state = self._resume  # the interrupted state, for this event only
+            self._state = self._resume  # the interrupted state, for this event only
             inner = self._dispatch(event)
             self._resume = self.state
-            self._model.state = DEVICE_FAULT
+            self._state = DEVICE_FAULT.value
             for o in inner:
                 if isinstance(o, Transition):
                     out.append(Transition(o.source, o.dest, o.trigger, under_fault=True))
@@ -412,7 +369,7 @@ class TableEngine:
         before = self.state
         if (event.type, before) not in self.graph:
             return [self._unexpected(event)]
-        handler: Callable[[Any, list[Output]], str | None] = getattr(self, "_on_" + event.type)
+        handler: Callable[[Any, list[Output]], State | None] = getattr(self, "_on_" + event.type)
         try:
             target = handler(event, out)
         except _Reject as why:
@@ -421,7 +378,7 @@ class TableEngine:
             out.append(self._unexpected(event, f"no transition to {target}"))
             return out
         if target is not None:
-            self._model.state = target  # in the graph: checked above
+            self._state = target._value_  # in the graph: checked above; the plain value
             out.append(Transition(before, self.state, event.type))
             out.append(self.prompt())
         return out
@@ -593,7 +550,7 @@ class TableEngine:
     # ------------------------------------------------------------------ handlers
     # Each returns the destination state (None: stay, internal) or raises _Reject.
 
-    def _on_table_open(self, e: TableOpen, out: list[Output]) -> str | None:
+    def _on_table_open(self, e: TableOpen, out: list[Output]) -> State | None:
         self._reset_day()
         self.table = e.table
         self.decks = e.decks
@@ -626,7 +583,7 @@ class TableEngine:
                 sabot=e.sabot, table=e.table, openings=dates, k=k))
         past.append((self.open_date.isoformat() if self.open_date else None, e.sabot))
 
-    def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> str | None:
+    def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
         self._check_composition(e, out)
         if e.deck_lots is not None:
             self.lots = e.deck_lots
@@ -641,7 +598,7 @@ class TableEngine:
         self._end_shoe()
         return CLOSING_CHECK if self.state != CLOSING_CHECK else None
 
-    def _on_shuffle(self, e: Shuffle, out: list[Output]) -> str | None:
+    def _on_shuffle(self, e: Shuffle, out: list[Output]) -> State | None:
         if self.profile.inspection.opening_check and not self.checked_open:
             self.checked_open = True
             out.append(self._make("CHECK_MISSING", "shuffled without the opening count of the "
@@ -654,7 +611,7 @@ class TableEngine:
         self.cut_card_set = False
         return CUT
 
-    def _on_cut(self, e: Cut, out: list[Output]) -> str | None:
+    def _on_cut(self, e: Cut, out: list[Output]) -> State | None:
         size = self.decks * 52
         if e.offset > size:
             raise _Reject(f"offset {e.offset} is more than the {size} cards of the pack")
@@ -687,7 +644,7 @@ class TableEngine:
                 f"cut card {how} with {position} card(s) behind it; the rule is {want}",
                 position=position, measured=how == "came out", window=[lo, hi]))
 
-    def _on_cut_card_placed(self, e: CutCardPlaced, out: list[Output]) -> str | None:
+    def _on_cut_card_placed(self, e: CutCardPlaced, out: list[Output]) -> State | None:
         if not self.profile.has_cut_card:
             out.append(self._make("CUT_CARD_UNEXPECTED",
                                   "a cut card was placed; this game uses none",
@@ -705,7 +662,7 @@ class TableEngine:
             self._cut_card_window_check(e.behind, "placed", out)
         return LOAD
 
-    def _on_shoe_loaded(self, e: ShoeLoaded, out: list[Output]) -> str | None:
+    def _on_shoe_loaded(self, e: ShoeLoaded, out: list[Output]) -> State | None:
         self.loaded = False
         self._catch_up(out, "shoe_loaded")
         self._load(out)
@@ -726,7 +683,7 @@ class TableEngine:
                 f"{self.decks}: a foreign card is in play",
                 card=str(card), seen=self.seen[card], decks=self.decks))
 
-    def _on_card(self, e: CardDrawn, out: list[Output]) -> str | None:
+    def _on_card(self, e: CardDrawn, out: list[Output]) -> State | None:
         state = self.state
         self._count_card(e.card, out)
         if state == BURN:
@@ -776,7 +733,7 @@ class TableEngine:
             card=str(e.card), state=state))
         return None
 
-    def _on_cut_card(self, e: CutCardSeen, out: list[Output]) -> str | None:
+    def _on_cut_card(self, e: CutCardSeen, out: list[Output]) -> State | None:
         if not self.profile.has_cut_card:
             out.append(self._make("CUT_CARD_UNEXPECTED",
                                   "the reader saw a cut card; this game uses none",
@@ -804,7 +761,7 @@ class TableEngine:
         out.append(Note("last_hand", "cut card out: the next round is the last hand", {}))
         return None
 
-    def _on_bets_closed(self, e: BetsClosed, out: list[Output]) -> str | None:
+    def _on_bets_closed(self, e: BetsClosed, out: list[Output]) -> State | None:
         state = self.state
         self.burn_just_finished = False
         if state == BURN:
@@ -832,15 +789,15 @@ class TableEngine:
             return LAST_ROUND
         return ROUND
 
-    def _on_action(self, e: Action, out: list[Output]) -> str | None:
+    def _on_action(self, e: Action, out: list[Output]) -> State | None:
         out.extend(self.referee.action(e.action))
         return None
 
-    def _on_stub_count(self, e: StubCount, out: list[Output]) -> str | None:
+    def _on_stub_count(self, e: StubCount, out: list[Output]) -> State | None:
         out.extend(self.referee.stub_count(e.count))
         return None
 
-    def _on_round_end(self, e: RoundEnd, out: list[Output]) -> str | None:
+    def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
         out.extend(self.referee.end())
         if self.state == LAST_ROUND or self.after_last or self.profile.shuffle.every_round:
             self.after_last = False
@@ -854,7 +811,7 @@ class TableEngine:
             return BURN
         return READY
 
-    def _on_discards_returned(self, e: DiscardsReturned, out: list[Output]) -> str | None:
+    def _on_discards_returned(self, e: DiscardsReturned, out: list[Output]) -> State | None:
         expected = self.out_since_return
         if e.count != expected:
             out.append(self._make(
@@ -870,7 +827,7 @@ class TableEngine:
             return BURN
         return READY if self.state != READY else None
 
-    def _on_dealer_change(self, e: DealerChange, out: list[Output]) -> str | None:
+    def _on_dealer_change(self, e: DealerChange, out: list[Output]) -> State | None:
         previous, self.dealer = self.dealer, e.dealer
         n = self.profile.burn.on_dealer_change
         out.append(Note("dealer_change", f"dealer {e.dealer} takes over",
@@ -887,18 +844,18 @@ class TableEngine:
         self.change_burn_pending = n
         return None
 
-    def _on_players_left(self, e: PlayersLeft, out: list[Output]) -> str | None:
+    def _on_players_left(self, e: PlayersLeft, out: list[Output]) -> State | None:
         out.append(Note("players_left", "no players: cards withdrawn and stacked",
                         {"shoe": self.shoe, "rounds_in_shoe": self.shoe_rounds}))
         self._end_shoe()
         return SUSPENDED
 
-    def _on_card_replaced(self, e: CardReplaced, out: list[Output]) -> str | None:
+    def _on_card_replaced(self, e: CardReplaced, out: list[Output]) -> State | None:
         out.append(Note("card_replaced", f"damaged {e.card} replaced from a new deck",
                         {"card": str(e.card)}))
         return None
 
-    def _on_device_fault(self, e: DeviceFault, out: list[Output]) -> str | None:
+    def _on_device_fault(self, e: DeviceFault, out: list[Output]) -> State | None:
         key = (e.device, e.code)
         self._faults[key] = e.detail
         out.append(Note("device_fault", f"{e.device}: {e.code}" + (f" ({e.detail})"
@@ -909,7 +866,7 @@ class TableEngine:
         self._fault_flagged = False
         return DEVICE_FAULT
 
-    def _on_device_ok(self, e: DeviceOk, out: list[Output]) -> str | None:
+    def _on_device_ok(self, e: DeviceOk, out: list[Output]) -> State | None:
         key = (e.device, e.code)
         if key not in self._faults:
             raise _Reject(f"no open fault {e.device}:{e.code}")
@@ -919,9 +876,9 @@ class TableEngine:
         if self._faults:
             return None
         resume, self._resume = self._resume, None
-        return resume
+        return None if resume is None else State(resume)
 
-    def _on_device_connected(self, e: DeviceConnected, out: list[Output]) -> str | None:
+    def _on_device_connected(self, e: DeviceConnected, out: list[Output]) -> State | None:
         who = " ".join(x for x in (e.model, e.serial) if x) or "a device"
         text = f"{e.device}: {who}" + (f" firmware {e.firmware}" if e.firmware else "") + \
             (f" on {e.port}" if e.port else "") + (f" ({e.driver})" if e.driver else "")
@@ -929,7 +886,7 @@ class TableEngine:
         out.append(Note("device_connected", text, data))
         return None
 
-    def _on_device_diagnostic(self, e: DeviceReport, out: list[Output]) -> str | None:
+    def _on_device_diagnostic(self, e: DeviceReport, out: list[Output]) -> State | None:
         evidence: dict[str, Any] = {k: v for k, v in e.to_record().items()
                                     if k not in ("type", "t", "code")}
         if e.code == "PROTOCOL_ERROR":
@@ -954,7 +911,7 @@ class TableEngine:
                             + (f": {e.detail}" if e.detail else ""), {"code": e.code, **evidence}))
         return None
 
-    def _on_table_close(self, e: TableClose, out: list[Output]) -> str | None:
+    def _on_table_close(self, e: TableClose, out: list[Output]) -> State | None:
         if self.profile.inspection.closing_check and not self.checked_since_shoe:
             out.append(self._make("CHECK_MISSING", "table closed without counting the pack "
                                   "after the last shoe", step="table_close"))
@@ -1007,119 +964,3 @@ class TableEngine:
             return "Cards withdrawn. When a player arrives, restart at the shuffle."
         faults = ", ".join(f"{d}:{c}" for (d, c) in self._faults)
         return f"DEVICE FAULT ({faults}): stop play until it is cleared."
-
-
-# ---------------------------------------------------------------------- the graph
-
-
-def _states_for(p: Profile) -> tuple[str, ...]:
-    skip: set[str] = set()
-    if p.card_source == "hand":
-        skip |= {LOAD, BURN}
-    if not p.has_cut_card:
-        skip |= {CUT_CARD, LAST_ROUND}
-    if not (p.shuffler_mode and p.shuffler.discards_every_round):
-        skip.add(RETURN_DISCARDS)
-    if not p.has_cut_card and not p.shuffle.every_round:
-        skip.add(SHOE_COMPLETE)
-    if p.burn.mode == "none" and not p.burn.on_dealer_change:
-        skip.add(BURN)
-    if not p.inspection.opening_check:
-        skip.add(OPENING_CHECK)
-    return tuple(s for s in ALL_STATES if s not in skip)
-
-
-def _graph_for(p: Profile, states: tuple[str, ...]) -> list[tuple[str, list[str], list[Any]]]:
-    """Every (trigger, sources, destinations) the profile's table may take."""
-
-    def only(*names: str) -> list[str]:
-        return [s for s in names if s in states]
-
-    open_states = [s for s in states if s not in (CLOSED, DEVICE_FAULT)]
-    pre_play = only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD)
-    between = only(READY, RETURN_DISCARDS)
-    after_cut = only(CUT_CARD) if p.has_cut_card else (
-        only(LOAD) if p.card_source != "hand" else only(READY))
-    loaded_dest = only(BURN, READY)
-    if p.shuffle.every_round:
-        round_end_dest = only(SHOE_COMPLETE)
-    else:
-        round_end_dest = only(READY, RETURN_DISCARDS, *([SHOE_COMPLETE] * p.has_cut_card))
-        if p.burn.on_dealer_change:
-            round_end_dest += only(BURN)
-    g: list[tuple[str, list[str], list[Any]]] = [
-        ("table_open", [CLOSED], only(OPENING_CHECK) or only(SHUFFLE)),
-        ("deck_check", only(OPENING_CHECK), only(SHUFFLE)),
-        ("deck_check", only(SHUFFLE), [None]),
-        ("deck_check", only(SHOE_COMPLETE, SUSPENDED, READY, RETURN_DISCARDS, BURN),
-         only(CLOSING_CHECK)),
-        ("deck_check", only(CLOSING_CHECK), [None]),
-        ("shuffle", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, SHOE_COMPLETE,
-                         CLOSING_CHECK, SUSPENDED, *between), only(CUT)),
-        ("cut", only(CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK,
-                     *between), after_cut),
-        ("bets_closed", only(READY, BURN, RETURN_DISCARDS, SHOE_COMPLETE, SUSPENDED,
-                             CLOSING_CHECK, *pre_play), only(ROUND, LAST_ROUND)),
-        ("card", only(BURN), [None, *only(READY)]),
-        ("card", only(ROUND, LAST_ROUND, READY, RETURN_DISCARDS, SHOE_COMPLETE), [None]),
-        ("action", only(ROUND, LAST_ROUND), [None]),
-        ("stub_count", only(ROUND, LAST_ROUND), [None]),
-        ("round_end", only(ROUND), round_end_dest),
-        ("round_end", only(LAST_ROUND), only(SHOE_COMPLETE)),
-        ("dealer_change", open_states, [None]),
-        ("dealer_change", only(READY), only(BURN)),
-        ("players_left", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, BURN, READY,
-                              RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK), only(SUSPENDED)),
-        ("card_replaced", only(OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED,
-                               *(between if p.shuffler_mode else [])), [None]),
-        ("device_fault", [s for s in states if s != DEVICE_FAULT], [DEVICE_FAULT]),
-        ("device_fault", [DEVICE_FAULT], [None]),
-        ("device_ok", [DEVICE_FAULT], [None, *[s for s in states if s != DEVICE_FAULT]]),
-        ("table_close", [s for s in open_states if s not in (ROUND, LAST_ROUND)], [CLOSED]),
-        ("device_connected", list(states), [None]),
-        ("device_diagnostic", list(states), [None]),
-    ]
-    if p.card_source != "hand":
-        g.append(("shoe_loaded", only(LOAD, CUT_CARD, CUT, OPENING_CHECK, SHUFFLE,
-                                      SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK), loaded_dest))
-    if p.has_cut_card:
-        g.append(("cut_card_placed", only(CUT_CARD, CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE,
-                                          SUSPENDED, CLOSING_CHECK), only(LOAD)))
-        no_round = p.cut_card.first_card_of_round == "no-round"
-        g.append(("cut_card", only(ROUND), only(LAST_ROUND)))
-        g.append(("cut_card", only(READY, BURN), [None] if not no_round else only(SHOE_COMPLETE)))
-    else:
-        # A cut card in a game without one is flagged, not refused: CUT_CARD_UNEXPECTED.
-        g.append(("cut_card_placed", open_states, [None]))
-        g.append(("cut_card", open_states, [None]))
-    if p.shuffler_mode and p.shuffler.discards_every_round:
-        g.append(("discards_returned", only(RETURN_DISCARDS), only(READY, BURN)))
-        g.append(("discards_returned", only(READY), [None]))
-    return g
-
-
-def mermaid_chart(engine: TableEngine) -> str:
-    """The machine as a Mermaid ``stateDiagram-v2``, read from the machine's own transitions.
-
-    Fault edges (every state to ``device_fault`` and back to the interrupted state)
-    are summarised in a note instead of drawn 2 × N times.
-    """
-    lines = ["stateDiagram-v2", f"    %% profile {engine.profile.name}: generated from the "
-             "running machine", f"    [*] --> {CLOSED}"]
-    edges: dict[tuple[str, str], list[str]] = {}
-    for name, event in engine.machine.events.items():
-        for source, transitions in event.transitions.items():
-            for t in transitions:
-                if t.dest is None or DEVICE_FAULT in (source, t.dest):
-                    continue
-                names = edges.setdefault((source, t.dest), [])
-                if name not in names:
-                    names.append(name)
-    for (source, dest), names in edges.items():
-        lines.append(f"    {source} --> {dest}: {', '.join(names)}")
-    fault_in = sorted({s for (t, s), d in engine.graph.items()
-                       if t == "device_fault" and DEVICE_FAULT in d and s != DEVICE_FAULT})
-    lines.append(f"    {CLOSED} --> [*]")
-    lines.append(f"    note right of {DEVICE_FAULT}: entered on device_fault from "
-                 f"{len(fault_in)} states; device_ok returns to the interrupted state")
-    return "\n".join(lines) + "\n"

@@ -1,0 +1,202 @@
+"""A table's state graph: which states its profile gives it, which events move it where,
+the ``transitions`` machine built from that, and the chart drawn from the machine.
+
+``graph`` maps (event type, state) to the destinations allowed (``None``: the event is
+handled and the state stays). The :class:`~transitions.Machine` (``auto_transitions=False``)
+is built from the same list, so the chart (``shoewarden chart``) is drawn from the machine
+of the graph that runs. The engine looks its decisions up in ``graph`` and does not
+trigger the machine (docs/architecture.md, "Why the engine does not trigger its machine").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from transitions import Machine
+
+from controller.engine.states import (
+    ALL_STATES,
+    BURN,
+    CLOSED,
+    CLOSING_CHECK,
+    CUT,
+    CUT_CARD,
+    DEVICE_FAULT,
+    LAST_ROUND,
+    LOAD,
+    OPENING_CHECK,
+    READY,
+    RETURN_DISCARDS,
+    ROUND,
+    SHOE_COMPLETE,
+    SHUFFLE,
+    SUSPENDED,
+    State,
+)
+from controller.profiles import Profile
+
+if TYPE_CHECKING:
+    from controller.engine.core import TableEngine
+
+Graph = dict[tuple[str, str], tuple[str | None, ...]]
+"""(event type, state) → the destinations allowed; ``None`` = stay (an internal transition)."""
+
+
+class Procedure:
+    """The model object of the ``transitions`` machine. Its ``state`` is the engine's: the
+    machine reads and sets it through ``get_state`` / ``set_state``, the engine keeps it."""
+
+    def __init__(self, read: Callable[[], str], write: Callable[[str], None]) -> None:
+        self._read = read
+        self._write = write
+
+    @property
+    def state(self) -> str:
+        return self._read()
+
+    @state.setter
+    def state(self, value: str) -> None:
+        self._write(value)
+
+
+def states_for(p: Profile) -> tuple[State, ...]:
+    """The states a table with profile ``p`` has, in the order of a table day."""
+    skip: set[State] = set()
+    if p.card_source == "hand":
+        skip |= {LOAD, BURN}
+    if not p.has_cut_card:
+        skip |= {CUT_CARD, LAST_ROUND}
+    if not (p.shuffler_mode and p.shuffler.discards_every_round):
+        skip.add(RETURN_DISCARDS)
+    if not p.has_cut_card and not p.shuffle.every_round:
+        skip.add(SHOE_COMPLETE)
+    if p.burn.mode == "none" and not p.burn.on_dealer_change:
+        skip.add(BURN)
+    if not p.inspection.opening_check:
+        skip.add(OPENING_CHECK)
+    return tuple(s for s in ALL_STATES if s not in skip)
+
+
+def transitions_for(p: Profile, states: tuple[State, ...]
+                    ) -> list[tuple[str, list[State], list[Any]]]:
+    """Every (trigger, sources, destinations) the profile's table may take."""
+
+    def only(*names: State) -> list[State]:
+        return [s for s in names if s in states]
+
+    open_states = [s for s in states if s not in (CLOSED, DEVICE_FAULT)]
+    pre_play = only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD)
+    between = only(READY, RETURN_DISCARDS)
+    after_cut = only(CUT_CARD) if p.has_cut_card else (
+        only(LOAD) if p.card_source != "hand" else only(READY))
+    loaded_dest = only(BURN, READY)
+    if p.shuffle.every_round:
+        round_end_dest = only(SHOE_COMPLETE)
+    else:
+        round_end_dest = only(READY, RETURN_DISCARDS, *([SHOE_COMPLETE] * p.has_cut_card))
+        if p.burn.on_dealer_change:
+            round_end_dest += only(BURN)
+    g: list[tuple[str, list[State], list[Any]]] = [
+        ("table_open", [CLOSED], only(OPENING_CHECK) or only(SHUFFLE)),
+        ("deck_check", only(OPENING_CHECK), only(SHUFFLE)),
+        ("deck_check", only(SHUFFLE), [None]),
+        ("deck_check", only(SHOE_COMPLETE, SUSPENDED, READY, RETURN_DISCARDS, BURN),
+         only(CLOSING_CHECK)),
+        ("deck_check", only(CLOSING_CHECK), [None]),
+        ("shuffle", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, SHOE_COMPLETE,
+                         CLOSING_CHECK, SUSPENDED, *between), only(CUT)),
+        ("cut", only(CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK,
+                     *between), after_cut),
+        ("bets_closed", only(READY, BURN, RETURN_DISCARDS, SHOE_COMPLETE, SUSPENDED,
+                             CLOSING_CHECK, *pre_play), only(ROUND, LAST_ROUND)),
+        ("card", only(BURN), [None, *only(READY)]),
+        ("card", only(ROUND, LAST_ROUND, READY, RETURN_DISCARDS, SHOE_COMPLETE), [None]),
+        ("action", only(ROUND, LAST_ROUND), [None]),
+        ("stub_count", only(ROUND, LAST_ROUND), [None]),
+        ("round_end", only(ROUND), round_end_dest),
+        ("round_end", only(LAST_ROUND), only(SHOE_COMPLETE)),
+        ("dealer_change", open_states, [None]),
+        ("dealer_change", only(READY), only(BURN)),
+        ("players_left", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, BURN, READY,
+                              RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK), only(SUSPENDED)),
+        ("card_replaced", only(OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED,
+                               *(between if p.shuffler_mode else [])), [None]),
+        ("device_fault", [s for s in states if s != DEVICE_FAULT], [DEVICE_FAULT]),
+        ("device_fault", [DEVICE_FAULT], [None]),
+        ("device_ok", [DEVICE_FAULT], [None, *[s for s in states if s != DEVICE_FAULT]]),
+        ("table_close", [s for s in open_states if s not in (ROUND, LAST_ROUND)], [CLOSED]),
+        ("device_connected", list(states), [None]),
+        ("device_diagnostic", list(states), [None]),
+    ]
+    if p.card_source != "hand":
+        g.append(("shoe_loaded", only(LOAD, CUT_CARD, CUT, OPENING_CHECK, SHUFFLE,
+                                      SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK), loaded_dest))
+    if p.has_cut_card:
+        g.append(("cut_card_placed", only(CUT_CARD, CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE,
+                                          SUSPENDED, CLOSING_CHECK), only(LOAD)))
+        no_round = p.cut_card.first_card_of_round == "no-round"
+        g.append(("cut_card", only(ROUND), only(LAST_ROUND)))
+        g.append(("cut_card", only(READY, BURN), [None] if not no_round else only(SHOE_COMPLETE)))
+    else:
+        # A cut card in a game without one is flagged, not refused: CUT_CARD_UNEXPECTED.
+        g.append(("cut_card_placed", open_states, [None]))
+        g.append(("cut_card", open_states, [None]))
+    if p.shuffler_mode and p.shuffler.discards_every_round:
+        g.append(("discards_returned", only(RETURN_DISCARDS), only(READY, BURN)))
+        g.append(("discards_returned", only(READY), [None]))
+    return g
+
+
+def build(profile: Profile, states: tuple[State, ...], model: Procedure
+          ) -> tuple[Graph, Machine]:
+    """The graph of ``profile``'s table and the machine built from the same transitions.
+
+    States enter both as their plain values: ``transitions`` names an ``Enum`` state by
+    the member's *name* (``BURN``), and the graph is looked up with the engine's state,
+    a plain ``str``."""
+    graph: Graph = {}
+    machine = Machine(
+        model=model,
+        states=[s.value for s in states],
+        initial=CLOSED.value,
+        auto_transitions=False,
+        ignore_invalid_triggers=False,
+    )
+    for trigger, sources, dests in transitions_for(profile, states):
+        for source in sources:
+            for dest in dests:
+                key = (trigger, source.value)
+                to = None if dest is None else dest.value
+                if to in graph.get(key, ()):
+                    continue
+                graph[key] = (*graph.get(key, ()), to)
+                machine.add_transition(trigger, key[1], to)
+    return graph, machine
+
+
+def mermaid_chart(engine: TableEngine) -> str:
+    """The machine as a Mermaid ``stateDiagram-v2``, read from the machine's own transitions.
+
+    Fault edges (every state to ``device_fault`` and back to the interrupted state)
+    are summarised in a note instead of drawn 2 × N times.
+    """
+    lines = ["stateDiagram-v2", f"    %% profile {engine.profile.name}: generated from the "
+             "running machine", f"    [*] --> {CLOSED}"]
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, event in engine.machine.events.items():
+        for source, transitions in event.transitions.items():
+            for t in transitions:
+                if t.dest is None or DEVICE_FAULT in (source, t.dest):
+                    continue
+                names = edges.setdefault((source, t.dest), [])
+                if name not in names:
+                    names.append(name)
+    for (source, dest), names in edges.items():
+        lines.append(f"    {source} --> {dest}: {', '.join(names)}")
+    fault_in = sorted({s for (t, s), d in engine.graph.items()
+                       if t == "device_fault" and DEVICE_FAULT in d and s != DEVICE_FAULT})
+    lines.append(f"    {CLOSED} --> [*]")
+    lines.append(f"    note right of {DEVICE_FAULT}: entered on device_fault from "
+                 f"{len(fault_in)} states; device_ok returns to the interrupted state")
+    return "\n".join(lines) + "\n"
