@@ -19,18 +19,11 @@ The modules follow a card through the engine:
 Everything callers use is importable from here, as it was from ``controller/engine.py``.
 """
 
-from controller.engine.core import (
-    PLAYED_ON,
-    REFEREE_SECTIONS,
-    REPEATS,
-    ROUND_EVENTS,
-    RUN_ON,
-    SABOT_ROTATION_K,
-    Accounting,
-    Opening,
-    TableEngine,
-)
+from controller.engine.checks import SABOT_ROTATION_K, Opening
+from controller.engine.core import TableEngine
 from controller.engine.graph import mermaid_chart
+from controller.engine.resync import PLAYED_ON, REFEREE_SECTIONS, REPEATS, ROUND_EVENTS, RUN_ON
+from controller.engine.shoe import Accounting, Shoe
 from controller.engine.states import (
     ALL_STATES,
     BURN,
@@ -54,9 +47,34 @@ from controller.engine.states import (
 )
 
 __all__ = [
-    "ALL_STATES", "BURN", "CLOSED", "CLOSING_CHECK", "CUT", "CUT_CARD", "DEVICE_FAULT",
-    "LAST_ROUND", "LOAD", "OPENING_CHECK", "PLAYED_ON", "PLAY_EVENTS", "READY", "REFEREE_SECTIONS",
-    "REPEATS", "RETURN_DISCARDS", "ROUND", "ROUND_EVENTS", "RUN_ON", "SABOT_ROTATION_K",
-    "SHOE_COMPLETE", "SHUFFLE", "STATE_DESCRIPTIONS", "SUSPENDED", "Accounting", "Opening",
-    "State", "TableEngine", "mermaid_chart",
+    "ALL_STATES",
+    "BURN",
+    "CLOSED",
+    "CLOSING_CHECK",
+    "CUT",
+    "CUT_CARD",
+    "DEVICE_FAULT",
+    "LAST_ROUND",
+    "LOAD",
+    "OPENING_CHECK",
+    "PLAYED_ON",
+    "PLAY_EVENTS",
+    "READY",
+    "REFEREE_SECTIONS",
+    "REPEATS",
+    "RETURN_DISCARDS",
+    "ROUND",
+    "ROUND_EVENTS",
+    "RUN_ON",
+    "SABOT_ROTATION_K",
+    "SHOE_COMPLETE",
+    "SHUFFLE",
+    "STATE_DESCRIPTIONS",
+    "SUSPENDED",
+    "Accounting",
+    "Opening",
+    "Shoe",
+    "State",
+    "TableEngine",
+    "mermaid_chart",
 ]

@@ -27,13 +27,24 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from controller.cards import Card, burn_value, deck
+from controller.cards import Card, burn_value
 from controller.deviations import CATALOG, Deviation
+from controller.engine.checks import (
+    SABOT_ROTATION_K,
+    check_composition,
+    check_cut,
+    check_cut_card_window,
+    check_sabot,
+    judge_lots,
+    openings_from,
+)
 from controller.engine.graph import Graph, Procedure, build, states_for
+from controller.engine.prompts import prompt_text
+from controller.engine.resync import Slip, resync
+from controller.engine.shoe import Accounting, Shoe
 from controller.engine.states import (
     BURN,
     CLOSED,
@@ -85,75 +96,18 @@ from controller.outputs import Note, Output, Prompt, Transition
 from controller.profiles import Profile
 from controller.rounds import referee_for
 
-# What a slip makes follow from it, grouped with it (as notes) while the procedure's state
-# stays (TableEngine.handle). A round played on where no round is in play — after an early
-# round_end (the referee judged the cut-short round), before bets closed, after the last
-# hand — raises its cards' and actions' deviations once; a slip that repeats (a burn too
-# long) once. Everything else is always a deviation of its own.
-RUN_ON = frozenset({"CARD_BEFORE_BETS_CLOSED", "PLAY_AFTER_LAST_HAND"})
-REPEATS = RUN_ON | {"BURN_COUNT"}
-# a round event refused where no round is in play, or a burn run into the round's cards
-# (bets_closed missed): the round goes on from there
-PLAYED_ON = frozenset({"UNEXPECTED_EVENT", "BURN_COUNT"})
-ROUND_EVENTS = frozenset({"card", "action", "round_end", "stub_count", "discards_returned",
-                          "cut_card", "card_replaced"})
-REFEREE_SECTIONS = frozenset({"baccarat", "blackjack", "stud", "exposed_card"})
+_DEVICE_FAULT = DEVICE_FAULT.value
+"""The state's plain value: the engine's state is compared with it on every event."""
+
+_FAULT_OWN = frozenset({"device_fault", "device_ok", *DEVICE_INFO_EVENTS})
+"""Events a device fault does not hold back: applied in ``device_fault`` itself."""
+
+_Handler = Callable[[Any, Any, list[Output]], "State | None"]
+"""``TableEngine._on_<type>``, unbound: (engine, event, outputs) → destination or None."""
 
 
 class _Reject(Exception):
     """An event the graph allows in this state but whose content makes it invalid here."""
-
-
-@dataclass(frozen=True, slots=True)
-class Accounting:
-    """Where every card of the pack is, as far as the engine can know (for display and logs)."""
-
-    pack: int
-    in_shoe: int
-    dealt: int
-    burned: int
-    behind_cut_card: int | None
-    cut_card_out: bool
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "pack": self.pack, "in_shoe": self.in_shoe, "dealt": self.dealt,
-            "burned": self.burned, "behind_cut_card": self.behind_cut_card,
-            "cut_card_out": self.cut_card_out,
-        }
-
-
-SABOT_ROTATION_K = 3
-"""Default K: a sabot on the same table at its last K openings is flagged (001 §3)."""
-
-
-Opening = tuple[str | None, str | None]
-"""(date, sabot) of one table opening."""
-
-
-def _openings_from(history: Mapping[str, Sequence[Any]] | None) -> dict[str, list[Opening]]:
-    """``{table: [{"date": "YYYY-MM-DD", "sabot": "S-07"}, …]}`` (oldest first) as (date, sabot)."""
-    out: dict[str, list[Opening]] = {}
-    if history is None:
-        return out
-    if not isinstance(history, Mapping):
-        raise ValueError("sabot_history must map table ids to lists of openings")
-    for table, openings in history.items():
-        if not isinstance(openings, Sequence) or isinstance(openings, str):
-            raise ValueError(f"sabot_history[{table!r}] must be a list of openings")
-        rows: list[Opening] = []
-        for i, item in enumerate(openings):
-            if not isinstance(item, Mapping) or not set(item) <= {"date", "sabot"}:
-                raise ValueError(f"sabot_history[{table!r}][{i}] must be "
-                                 "{'date': 'YYYY-MM-DD', 'sabot': id}")
-            date, sabot = item.get("date"), item.get("sabot")
-            if date is not None and not isinstance(date, str):
-                raise ValueError(f"sabot_history[{table!r}][{i}].date must be a string")
-            if sabot is not None and not isinstance(sabot, str):
-                raise ValueError(f"sabot_history[{table!r}][{i}].sabot must be a string")
-            rows.append((date, sabot))
-        out[str(table)] = rows
-    return out
 
 
 class TableEngine:
@@ -173,19 +127,25 @@ class TableEngine:
             raise ValueError(f"sabot_rotation_k must be an integer >= 1, got {sabot_rotation_k!r}")
         self.profile = profile
         self.sabot_rotation_k = sabot_rotation_k
-        self._openings = _openings_from(sabot_history)
+        self._openings = openings_from(sabot_history)
         self.states = states_for(profile)
+        #: the current state, as its plain value (what every record holds)
         self._state: str = CLOSED.value
         self._model = Procedure(self._get_state, self._set_state)
         self.graph: Graph
         self.graph, self.machine = build(profile, self.states, self._model)
+        #: the graph with each pair's handler: one look-up per event instead of two
+        self._routes: dict[tuple[str, str], tuple[_Handler, tuple[str | None, ...]]] = {
+            key: (getattr(TableEngine, "_on_" + key[0]), dests)
+            for key, dests in self.graph.items()
+        }
         # Open faults outlive the table day: a device broken overnight is still broken.
         self._faults: dict[tuple[str, str], str | None] = {}
         self._resume: str | None = None
         self._fault_flagged = False
-        #: the slip being resynchronised from: (its deviation code, the procedure state it
-        #: happened in, the type of the event that raised it); see :meth:`handle`
-        self._episode: tuple[str, str, str] | None = None
+        #: the slip being resynchronised from; see :meth:`handle`
+        self._episode: Slip | None = None
+        self._shoe: Shoe
         self._reset_day()
 
     # ------------------------------------------------------------------ graph
@@ -208,24 +168,32 @@ class TableEngine:
         return self._state
 
     @property
+    def current_shoe(self) -> Shoe:
+        """The shoe being played (or the last one, its counts still on view)."""
+        return self._shoe
+
+    @property
+    def seen(self) -> Counter[Card]:
+        """How often each card left the current shoe (since the discards last went back)."""
+        return self._shoe.seen
+
+    @property
+    def cut_card_out(self) -> bool:
+        return self._shoe.cut_card_out
+
+    @property
     def open_faults(self) -> dict[tuple[str, str], str | None]:
         return dict(self._faults)
 
     def context(self) -> dict[str, Any]:
         """What every audit record carries: table, shoe cycle, round and state."""
-        return {"table": self.table, "shoe": self.shoe, "round": self.round, "state": self.state}
+        return {"table": self.table, "shoe": self.shoe, "round": self.round, "state": self._state}
 
     def accounting(self) -> Accounting:
-        behind: int | None = None
-        if self.cut_card_out:
-            behind = self.in_shoe
-        elif self.declared_behind is not None:
-            behind = min(self.declared_behind, self.in_shoe)
-        return Accounting(self.pack_size, self.in_shoe, self.dealt, self.burned, behind,
-                          self.cut_card_out)
+        return self._shoe.accounting()
 
     def prompt(self) -> Prompt:
-        return Prompt(self.state, self._prompt_text())
+        return Prompt(self._state, prompt_text(self))
 
     # ------------------------------------------------------------------ state
 
@@ -245,38 +213,11 @@ class TableEngine:
 
     def _finish_shoe(self) -> None:
         """The last hand is over: the next shoe needs every step again; counts stay on view."""
-        self.shoe_active = False
-        self.shuffled = self.cut_done = self.cut_card_set = self.loaded = False
-        self.burn_pending = self.burn_just_finished = self.next_round_last = False
-        self.void_round = False
+        self._shoe.finish()
 
     def _end_shoe(self) -> None:
         """Forget everything about the current shoe (shoe finished, withdrawn or closed)."""
-        self.shoe_active = False
-        self.shuffled = False
-        self.cut_done = False
-        self.cut_card_set = False
-        self.loaded = False
-        self.pack_size = self.decks * 52
-        self.in_shoe = 0
-        self.dealt = 0
-        self.burned = 0
-        self.shoe_rounds = 0
-        self.seen: Counter[Card] = Counter()
-        self.out_since_return = 0
-        self.declared_behind: int | None = None
-        self.cut_card_out = False
-        self.next_round_last = False
-        self.after_last = False
-        self.void_round = False
-        self.burn_due: int | None = 0
-        self.burn_done = 0
-        self.burn_reason = ""
-        self.burn_pending = False
-        self.burn_just_finished = False
-        self.change_burn_pending = 0
-        self.referee = referee_for(self.profile, self._make)
-        self.round_cards = 0
+        self._shoe = Shoe(self.decks * 52, referee_for(self.profile, self._make))
 
     # ------------------------------------------------------------------ entry point
 
@@ -289,98 +230,68 @@ class TableEngine:
         round whose bets look open because it was ended early (``CARD_BEFORE_BETS_CLOSED``),
         play after the last hand — is recorded as a ``consequence`` note naming the slip,
         not as another deviation. A deviation of another kind (a duplicate card, a device
-        fault, a deck that does not count) is never grouped away."""
-        procedure = self._procedure_state()
-        if self._episode is not None and self._episode[1] != procedure:
-            self._episode = None  # the procedure moved on: the slip is over
-        before = self._episode
-        out = self._resync(event, self._handle(event))
+        fault, a deck that does not count) is never grouped away (:mod:`.resync`)."""
+        state = self._state
+        episode = self._episode
+        if episode is not None:
+            procedure = self._resume if state == _DEVICE_FAULT and self._resume else state
+            if episode[1] != procedure:
+                episode = None  # the procedure moved on: the slip is over
+        before = episode
+        out = (self._handle_under_fault(event) if state == _DEVICE_FAULT
+               else self._dispatch(event))
+        state = self._state
+        procedure = self._resume if state == _DEVICE_FAULT and self._resume else state
+        out, self._episode = resync(out, episode, event.type, procedure)
         if before is not None and event.type == "round_end":
             self._episode = None  # the round played on is over: a new slip counts again
         return out
 
-    def _procedure_state(self) -> str:
-        return self._resume if self.state == DEVICE_FAULT and self._resume else self.state
-
-    def _resync(self, event: Event, out: list[Output]) -> list[Output]:
-        result: list[Output] = []
-        for o in out:
-            if not isinstance(o, Deviation):
-                result.append(o)
-                continue
-            episode = self._episode
-            if episode is not None and self._follows_from(episode[0], episode[2], o.code,
-                                                          event.type):
-                result.append(Note("consequence", f"{o.code}: {o.message} (a consequence of "
-                                   f"the {episode[0]} above, not counted again)",
-                                   {"code": o.code, "severity": str(o.severity),
-                                    "slip": episode[0], "evidence": dict(o.evidence)}))
-                continue
-            if episode is None:
-                self._episode = (o.code, self._procedure_state(), event.type)
-            result.append(o)
-        return result
-
-    @staticmethod
-    def _follows_from(slip: str, slip_event: str, code: str, event_type: str) -> bool:
-        """Whether a deviation ``code`` raised by an ``event_type`` follows from ``slip``:
-        the same slip going on (another card burned too many, dealt before bets closed,
-        or after the last hand), or the rest of a round played on where the procedure
-        says no round is in play (its cards, actions and end)."""
-        if code == slip and code in REPEATS:
-            return True
-        run_on = (slip in RUN_ON
-                  or (CATALOG[slip].section in REFEREE_SECTIONS and slip_event == "round_end")
-                  or (slip in PLAYED_ON and slip_event in ROUND_EVENTS))
-        if not (run_on and event_type in ROUND_EVENTS):
-            return False
-        # a second end of the same round (the one played on after an early end) judges it
-        # again: its count, its draw, its hands
-        return (code in (*RUN_ON, "UNEXPECTED_EVENT")
-                or (code == slip and event_type == slip_event == "round_end"))
-
-    def _handle(self, event: Event) -> list[Output]:
+    def _handle_under_fault(self, event: Event) -> list[Output]:
+        """In ``device_fault`` every other event is applied to the interrupted state (so no
+        card is lost); the first play event of the fault episode is ``DEVICE_FAULT``."""
+        if event.type in _FAULT_OWN:
+            return self._dispatch(event)
         out: list[Output] = []
-        if self.state == DEVICE_FAULT and event.type not in ("device_fault", "device_ok",
-                                                             *DEVICE_INFO_EVENTS):
-            if event.type in PLAY_EVENTS and not self._fault_flagged:
-                self._fault_flagged = True
-                faults = [f"{d}:{c}" for (d, c) in self._faults]
-                out.append(self._make(
-                    "DEVICE_FAULT",
-                    f"{event.type} while a device fault is open ({', '.join(faults)})",
-                    faults=faults, event=event.type, resume_state=self._resume,
-                ))
-            assert self._resume is not None
-            self._state = self._resume  # the interrupted state, for this event only
-            inner = self._dispatch(event)
-            self._resume = self.state
-            self._state = DEVICE_FAULT.value
-            for o in inner:
-                if isinstance(o, Transition):
-                    out.append(Transition(o.source, o.dest, o.trigger, under_fault=True))
-                elif not isinstance(o, Prompt):
-                    out.append(o)
-            return out
-        return out + self._dispatch(event)
+        if event.type in PLAY_EVENTS and not self._fault_flagged:
+            self._fault_flagged = True
+            faults = [f"{d}:{c}" for (d, c) in self._faults]
+            out.append(self._make(
+                "DEVICE_FAULT",
+                f"{event.type} while a device fault is open ({', '.join(faults)})",
+                faults=faults, event=event.type, resume_state=self._resume,
+            ))
+        assert self._resume is not None
+        self._state = self._resume  # the interrupted state, for this event only
+        inner = self._dispatch(event)
+        self._resume = self._state
+        self._state = _DEVICE_FAULT
+        for o in inner:
+            if isinstance(o, Transition):
+                out.append(Transition(o.source, o.dest, o.trigger, under_fault=True))
+            elif not isinstance(o, Prompt):
+                out.append(o)
+        return out
 
     def _dispatch(self, event: Event) -> list[Output]:
-        out: list[Output] = []
-        before = self.state
-        if (event.type, before) not in self.graph:
+        before = self._state
+        route = self._routes.get((event.type, before))
+        if route is None:
             return [self._unexpected(event)]
-        handler: Callable[[Any, list[Output]], State | None] = getattr(self, "_on_" + event.type)
+        handler, dests = route
+        out: list[Output] = []
         try:
-            target = handler(event, out)
+            target = handler(self, event, out)
         except _Reject as why:
             return [self._unexpected(event, str(why))]
-        if target not in self.graph[(event.type, before)]:  # pragma: no cover - graph bug guard
+        if target not in dests:  # pragma: no cover - graph bug guard
             out.append(self._unexpected(event, f"no transition to {target}"))
             return out
-        if target is not None:
-            self._state = target._value_  # in the graph: checked above; the plain value
-            out.append(Transition(before, self.state, event.type))
-            out.append(self.prompt())
+        if target is None:
+            return out
+        self._state = target._value_  # in the graph: checked above; the plain value
+        out.append(Transition(before, self._state, event.type))
+        out.append(self.prompt())
         return out
 
     # ------------------------------------------------------------------ deviations
@@ -404,10 +315,10 @@ class TableEngine:
 
     def _begin_shoe(self, out: list[Output]) -> None:
         """A new shoe cycle starts (first shuffle, or a later step standing in for it)."""
-        if self.shoe_active:
+        if self._shoe.active:
             return
         self._end_shoe()
-        self.shoe_active = True
+        self._shoe.active = True
         self.shoe += 1
         self.checked_since_shoe = False
         if self.profile.deck_lifecycle.new_cards_every_shoe and self.lots:
@@ -434,118 +345,60 @@ class TableEngine:
             out.append(self._make("CHECK_MISSING", f"{what} without the opening count of "
                                   "the pack", step=through))
         self._begin_shoe(out)
-        if not self.shuffled:
-            self.shuffled = True
+        if not self._shoe.shuffled:
+            self._shoe.shuffled = True
             out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since the "
                                   "last shoe", step=through))
-        if p.cut.required and not self.cut_done:
-            self.cut_done = True
+        if p.cut.required and not self._shoe.cut_done:
+            self._shoe.cut_done = True
             out.append(self._make("CUT_MISSING", f"{what} without a cut", step=through))
-        if p.has_cut_card and not self.cut_card_set:
-            self.cut_card_set = True
+        if p.has_cut_card and not self._shoe.cut_card_set:
+            self._shoe.cut_card_set = True
             out.append(self._make("CUT_CARD_MISSING", f"{what} without the cut card",
                                   step=through))
         if through == "shoe_loaded":
             return
-        if not self.loaded:
+        if not self._shoe.loaded:
             if p.card_source == "hand":
-                self.loaded = True
-                self.in_shoe = self.pack_size
+                self._shoe.loaded = True
+                self._shoe.in_shoe = self._shoe.pack_size
             else:
                 self._load(out, implied=True)
-        if self.burn_pending:
+        if self._shoe.burn_pending:
             self._burn_short(out)
 
     def _load(self, out: list[Output], implied: bool = False) -> None:
-        self.loaded = True
-        self.in_shoe = self.pack_size
+        self._shoe.loaded = True
+        self._shoe.in_shoe = self._shoe.pack_size
         if implied:
             out.append(Note("load_implied", "stack taken as loaded (no shoe_loaded event)",
-                            {"cards": self.pack_size}))
+                            {"cards": self._shoe.pack_size}))
         self._start_burn(out, "shoe", self.profile.burn.mode)
 
     def _start_burn(self, out: list[Output], reason: str, mode: str, count: int = 0) -> None:
         if mode == "none" and not count:
-            self.burn_pending = False
+            self._shoe.burn_pending = False
             return
-        self.burn_pending = True
-        self.burn_reason = reason
-        self.burn_done = 0
-        self.burn_due = 5 if mode == "five" else (None if mode == "by-value" else count)
+        self._shoe.burn_pending = True
+        self._shoe.burn_reason = reason
+        self._shoe.burn_done = 0
+        self._shoe.burn_due = 5 if mode == "five" else (None if mode == "by-value" else count)
 
     def _burn_short(self, out: list[Output]) -> None:
-        due = self.burn_due
+        due = self._shoe.burn_due
         out.append(self._make(
             "BURN_COUNT",
-            f"{self.burn_done} card(s) burned, "
+            f"{self._shoe.burn_done} card(s) burned, "
             + (f"{due} required" if due is not None else "the first card was never drawn")
-            + (" after the dealer change" if self.burn_reason == "dealer_change" else ""),
-            burned=self.burn_done, required=due, reason=self.burn_reason,
+            + (" after the dealer change" if self._shoe.burn_reason == "dealer_change" else ""),
+            burned=self._shoe.burn_done, required=due, reason=self._shoe.burn_reason,
             mode=self._burn_mode_name(),
         ))
-        self.burn_pending = False
+        self._shoe.burn_pending = False
 
     def _burn_mode_name(self) -> str:
-        return "dealer_change" if self.burn_reason == "dealer_change" else self.profile.burn.mode
-
-    # ------------------------------------------------------------------ deck checks
-
-    def _judge_lots(self, lots: Iterable[DeckLot], out: list[Output],
-                    on: dt.date | None = None) -> None:
-        """Judge lots on ``on`` (the date of the event that brought them; default the opening)."""
-        rule = self.profile.deck_lifecycle
-        judged_on = on or self.open_date
-        if judged_on is None:
-            out.append(Note("lots_not_judged", "deck lots not judged: table_open has no time",
-                            {"lots": [lot.id for lot in lots]}))
-            return
-        for lot in lots:
-            age = (judged_on - lot.first_use).days
-            if age < 0:
-                out.append(self._make(
-                    "DECK_EXPIRED",
-                    f"lot {lot.id}: first use {lot.first_use} is after the opening date "
-                    f"{judged_on}; its age cannot be trusted",
-                    lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
-                    opened=str(judged_on)))
-            elif lot.kind == "plastic":
-                days = age + 1 if rule.plastic_day_count == "calendar" else age
-                if days > rule.plastic_max_days:
-                    out.append(self._make(
-                        "DECK_EXPIRED",
-                        f"plastic lot {lot.id} first used {lot.first_use}: {days} days, more "
-                        f"than {rule.plastic_max_days}",
-                        lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
-                        opened=str(judged_on), days=days,
-                        max_days=rule.plastic_max_days))
-            elif rule.paper_same_day_only and age > 0:
-                out.append(self._make(
-                    "DECK_EXPIRED",
-                    f"paper lot {lot.id} opened {lot.first_use} reused on {judged_on}",
-                    lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
-                    opened=str(judged_on)))
-
-    def _check_composition(self, event: DeckCheck, out: list[Output]) -> None:
-        got = Counter(event.cards)
-        missing = Counter({c: self.decks - got[c] for c in deck() if got[c] < self.decks})
-        extra = Counter({c: n - self.decks for c, n in got.items() if n > self.decks})
-        if missing:
-            names = sorted(str(c) for c in missing.elements())
-            out.append(self._make(
-                "DECK_INCOMPLETE", f"{len(names)} card(s) missing: {', '.join(names)}",
-                missing=names, counted=len(event.cards) + len(event.foreign),
-                expected=self.decks * 52))
-        if extra:
-            names = sorted(str(c) for c in extra.elements())
-            out.append(self._make(
-                "DECK_EXTRA_CARD",
-                f"{len(names)} card(s) more than {self.decks} deck(s) hold: {', '.join(names)}",
-                extra=names, decks=self.decks))
-        if event.foreign:
-            out.append(self._make(
-                "DECK_FOREIGN_CARD",
-                f"{len(event.foreign)} card(s) not of the 52: {', '.join(event.foreign)}",
-                foreign=list(event.foreign)))
+        reason = self._shoe.burn_reason
+        return "dealer_change" if reason == "dealer_change" else self.profile.burn.mode
 
     # ------------------------------------------------------------------ handlers
     # Each returns the destination state (None: stay, internal) or raises _Reject.
@@ -555,9 +408,10 @@ class TableEngine:
         self.table = e.table
         self.decks = e.decks
         self.sabot = e.sabot
-        self.pack_size = e.decks * 52
+        self._shoe.pack_size = e.decks * 52
         self.open_date = e.time.date() if e.time else None
-        self._check_sabot(e, out)
+        check_sabot(self._openings.setdefault(e.table, []), self.sabot_rotation_k, e,
+                    self.open_date, self._make, out)
         d = self.profile.decks
         if not d.min <= e.decks <= d.max:
             span = f"{d.min}" if d.min == d.max else f"{d.min}–{d.max}"
@@ -565,29 +419,15 @@ class TableEngine:
                                   decks=e.decks, min=d.min, max=d.max))
         if e.deck_lots:
             self.lots = e.deck_lots
-            self._judge_lots(e.deck_lots, out)
+            judge_lots(self.profile, e.deck_lots, self.open_date, self._make, out)
         return OPENING_CHECK if self.profile.inspection.opening_check else SHUFFLE
 
-    def _check_sabot(self, e: TableOpen, out: list[Output]) -> None:
-        """001 §3: the same sabot must not be put on the same table systematically."""
-        past = self._openings.setdefault(e.table, [])
-        k = self.sabot_rotation_k
-        last = past[-k:]
-        if e.sabot is not None and len(last) == k and all(s == e.sabot for _, s in last):
-            dates = [d for d, _ in last]
-            out.append(self._make(
-                "SABOT_ROTATION",
-                f"sabot {e.sabot} is on table {e.table} again: it was placed there at the "
-                f"table's last {k} openings; sabots must not go to the same table "
-                "systematically (001 §3)",
-                sabot=e.sabot, table=e.table, openings=dates, k=k))
-        past.append((self.open_date.isoformat() if self.open_date else None, e.sabot))
-
     def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
-        self._check_composition(e, out)
+        check_composition(e, self.decks, self._make, out)
         if e.deck_lots is not None:
             self.lots = e.deck_lots
-            self._judge_lots(e.deck_lots, out, on=e.time.date() if e.time else None)
+            judge_lots(self.profile, e.deck_lots,
+                       (e.time.date() if e.time else None) or self.open_date, self._make, out)
         self.checked_since_shoe = True
         if self.state == OPENING_CHECK:
             self.checked_open = True
@@ -604,11 +444,11 @@ class TableEngine:
             out.append(self._make("CHECK_MISSING", "shuffled without the opening count of the "
                                   "pack", step="shuffle"))
         if self.state in (READY, RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED):
-            self.shoe_active = False
+            self._shoe.active = False
         self._begin_shoe(out)
-        self.shuffled = True
-        self.cut_done = False
-        self.cut_card_set = False
+        self._shoe.shuffled = True
+        self._shoe.cut_done = False
+        self._shoe.cut_card_set = False
         return CUT
 
     def _on_cut(self, e: Cut, out: list[Output]) -> State | None:
@@ -619,30 +459,13 @@ class TableEngine:
             self._end_shoe()  # cards gathered and re-cut between rounds: a new shoe begins
         self._begin_shoe(out)
         need = self.profile.cut.min_each_side
-        self.cut_done = True
-        if need and (e.offset < need or size - e.offset < need):
-            out.append(self._make(
-                "CUT_TOO_SHALLOW",
-                f"cut at {e.offset} of {size}: {e.offset} and {size - e.offset} cards each "
-                f"side, at least {need} required",
-                offset=e.offset, pack=size, top=e.offset, bottom=size - e.offset,
-                min_each_side=need))
+        self._shoe.cut_done = True
+        check_cut(e.offset, size, need, self._make, out)
         if self.profile.card_source == "hand":
-            self.loaded = True
-            self.in_shoe = size
+            self._shoe.loaded = True
+            self._shoe.in_shoe = size
             return READY
         return CUT_CARD if self.profile.has_cut_card else LOAD
-
-    def _cut_card_window_check(self, position: int, how: str, out: list[Output]) -> None:
-        window = self.profile.cut_card.window()
-        assert window is not None
-        lo, hi = window
-        if not lo <= position <= hi:
-            want = f"{lo}" if lo == hi else f"{lo}–{hi}"
-            out.append(self._make(
-                "CUT_CARD_POSITION",
-                f"cut card {how} with {position} card(s) behind it; the rule is {want}",
-                position=position, measured=how == "came out", window=[lo, hi]))
 
     def _on_cut_card_placed(self, e: CutCardPlaced, out: list[Output]) -> State | None:
         if not self.profile.has_cut_card:
@@ -652,85 +475,86 @@ class TableEngine:
             return None
         if self.state != CUT_CARD:
             self._begin_shoe(out)
-            if self.profile.cut.required and not self.cut_done:
-                self.cut_done = True
+            if self.profile.cut.required and not self._shoe.cut_done:
+                self._shoe.cut_done = True
                 out.append(self._make("CUT_MISSING", "the cut card was placed without a cut",
                                       step="cut_card_placed"))
-        self.cut_card_set = True
-        self.declared_behind = e.behind
+        self._shoe.cut_card_set = True
+        self._shoe.declared_behind = e.behind
         if e.behind is not None:
-            self._cut_card_window_check(e.behind, "placed", out)
+            check_cut_card_window(self.profile, e.behind, "placed", self._make, out)
         return LOAD
 
     def _on_shoe_loaded(self, e: ShoeLoaded, out: list[Output]) -> State | None:
-        self.loaded = False
+        self._shoe.loaded = False
         self._catch_up(out, "shoe_loaded")
         self._load(out)
-        return BURN if self.burn_pending else READY
+        return BURN if self._shoe.burn_pending else READY
 
-    def _count_card(self, card: Card, out: list[Output]) -> None:
-        """Every card that left the shoe: accounting and the duplicate check."""
-        self.seen[card] += 1
-        self.out_since_return += 1
-        if self.in_shoe > 0:
-            self.in_shoe -= 1
-        if self.seen[card] > self.decks:
+    def _on_card(self, e: CardDrawn, out: list[Output]) -> State | None:
+        state = self._state
+        shoe = self._shoe
+        card = e.card
+        # Every card that left the shoe: accounting and the duplicate check.
+        seen = shoe.seen
+        seen[card] += 1
+        shoe.out_since_return += 1
+        if shoe.in_shoe > 0:
+            shoe.in_shoe -= 1
+        decks = self.decks
+        if seen[card] > decks:
             scope = ("since the discards last went back" if self.profile.shuffler_mode
                      else "in this shoe")
             out.append(self._make(
                 "CARD_DUPLICATE",
-                f"{card} seen {self.seen[card]} times {scope}; {self.decks} deck(s) hold "
-                f"{self.decks}: a foreign card is in play",
-                card=str(card), seen=self.seen[card], decks=self.decks))
-
-    def _on_card(self, e: CardDrawn, out: list[Output]) -> State | None:
-        state = self.state
-        self._count_card(e.card, out)
+                f"{card} seen {seen[card]} times {scope}; {decks} deck(s) hold "
+                f"{decks}: a foreign card is in play",
+                card=str(card), seen=seen[card], decks=decks))
         if state == BURN:
-            self.burned += 1
-            self.burn_done += 1
-            if self.burn_due is None:
-                self.burn_due = burn_value(e.card, self.profile.burn.ten_value)
-                out.append(Note("burn_by_value", f"{e.card} drawn: burn {self.burn_due} "
+            shoe.burned += 1
+            shoe.burn_done += 1
+            if shoe.burn_due is None:
+                shoe.burn_due = burn_value(card, self.profile.burn.ten_value)
+                out.append(Note("burn_by_value", f"{card} drawn: burn {shoe.burn_due} "
                                 "card(s), this one included",
-                                {"card": str(e.card), "burn": self.burn_due}))
-            if self.burn_done >= self.burn_due:
-                self.burn_pending = False
-                self.burn_just_finished = True
+                                {"card": str(card), "burn": shoe.burn_due}))
+            if shoe.burn_done >= shoe.burn_due:
+                shoe.burn_pending = False
+                shoe.burn_just_finished = True
                 return READY
             return None
-        if state == LAST_ROUND and self.void_round:
-            self.dealt += 1
+        if state == LAST_ROUND and shoe.void_round:
+            shoe.dealt += 1
             out.append(self._make(
-                "PLAY_AFTER_LAST_HAND", f"{e.card} dealt after the end card showed: no further "
-                "round may be played", card=str(e.card), round=self.round))
+                "PLAY_AFTER_LAST_HAND", f"{card} dealt after the end card showed: no further "
+                "round may be played", card=str(card), round=self.round))
             return None
         if state in (ROUND, LAST_ROUND):
-            self.dealt += 1
-            self.round_cards += 1
-            out.extend(self.referee.card(e))
+            shoe.dealt += 1
+            shoe.round_cards += 1
+            out.extend(shoe.referee.card(e))
             return None
-        if state == READY and self.burn_just_finished:
-            self.burned += 1
+        if state == READY and shoe.burn_just_finished:
+            shoe.burned += 1
             out.append(self._make(
-                "BURN_COUNT", f"{e.card} burned after the burn was complete: "
-                f"{self.burn_done + 1} burned, {self.burn_due} required",
-                burned=self.burn_done + 1, required=self.burn_due, card=str(e.card),
-                reason=self.burn_reason, mode=self._burn_mode_name()))
-            self.burn_done += 1
+                "BURN_COUNT", f"{card} burned after the burn was complete: "
+                f"{shoe.burn_done + 1} burned, {shoe.burn_due} required",
+                burned=shoe.burn_done + 1, required=shoe.burn_due, card=str(card),
+                reason=shoe.burn_reason, mode=self._burn_mode_name()))
+            shoe.burn_done += 1
             return None
         if state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
-            self.dealt += 1
+            shoe.dealt += 1
             out.append(self._make(
-                "PLAY_AFTER_LAST_HAND", f"{e.card} drawn after the last hand, before a "
-                "reshuffle", card=str(e.card)))
+                "PLAY_AFTER_LAST_HAND", f"{card} drawn after the last hand, before a "
+                "reshuffle", card=str(card)))
             return None
-        self.dealt += 1
+        shoe.dealt += 1
         if not self.profile.dealing.bets_close_before_cards:
             return None
         out.append(self._make(
-            "CARD_BEFORE_BETS_CLOSED", f"{e.card} drawn before bets were closed",
-            card=str(e.card), state=state))
+            "CARD_BEFORE_BETS_CLOSED", f"{card} drawn before bets were closed",
+            card=str(card), state=state))
         return None
 
     def _on_cut_card(self, e: CutCardSeen, out: list[Output]) -> State | None:
@@ -739,14 +563,15 @@ class TableEngine:
                                   "the reader saw a cut card; this game uses none",
                                   event="cut_card"))
             return None
-        if self.cut_card_out:
+        if self._shoe.cut_card_out:
             raise _Reject("the cut card already came out in this shoe")
-        self.cut_card_out = True
-        self._cut_card_window_check(self.in_shoe, "came out", out)
+        self._shoe.cut_card_out = True
+        check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
+                              out)
         no_round = self.profile.cut_card.first_card_of_round == "no-round"
         if self.state == ROUND:
-            if self.round_cards == 0 and no_round:
-                self.void_round = True
+            if self._shoe.round_cards == 0 and no_round:
+                self._shoe.void_round = True
                 out.append(Note("last_hand", "cut card before the first card: no further "
                                 "round; this round is not dealt", {"round": self.round}))
                 return LAST_ROUND
@@ -757,73 +582,73 @@ class TableEngine:
             out.append(Note("last_hand", "cut card out: no further round in this shoe", {}))
             self._finish_shoe()
             return SHOE_COMPLETE
-        self.next_round_last = True
+        self._shoe.next_round_last = True
         out.append(Note("last_hand", "cut card out: the next round is the last hand", {}))
         return None
 
     def _on_bets_closed(self, e: BetsClosed, out: list[Output]) -> State | None:
         state = self.state
-        self.burn_just_finished = False
+        self._shoe.burn_just_finished = False
         if state == BURN:
             self._burn_short(out)
         elif state == RETURN_DISCARDS:
             out.append(self._make(
                 "DISCARDS_NOT_RETURNED",
-                f"round started before the {self.out_since_return} card(s) of the last round "
-                "went back into the shuffler", outstanding=self.out_since_return,
+                f"round started before the {self._shoe.out_since_return} card(s) of the last round "
+                "went back into the shuffler", outstanding=self._shoe.out_since_return,
                 returned=None))
         elif state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
             out.append(self._make(
                 "PLAY_AFTER_LAST_HAND",
                 "a new round after the last hand of the shoe, before a reshuffle",
-                shoe=self.shoe, rounds_in_shoe=self.shoe_rounds))
-            self.after_last = True
+                shoe=self.shoe, rounds_in_shoe=self._shoe.rounds))
+            self._shoe.after_last = True
         else:
             self._catch_up(out, "play")
         self.round += 1
-        self.shoe_rounds += 1
-        self.round_cards = 0
-        out.extend(self.referee.begin(self.round, e))
-        if self.next_round_last:
-            self.next_round_last = False
+        self._shoe.rounds += 1
+        self._shoe.round_cards = 0
+        out.extend(self._shoe.referee.begin(self.round, e))
+        if self._shoe.next_round_last:
+            self._shoe.next_round_last = False
             return LAST_ROUND
         return ROUND
 
     def _on_action(self, e: Action, out: list[Output]) -> State | None:
-        out.extend(self.referee.action(e.action))
+        out.extend(self._shoe.referee.action(e.action))
         return None
 
     def _on_stub_count(self, e: StubCount, out: list[Output]) -> State | None:
-        out.extend(self.referee.stub_count(e.count))
+        out.extend(self._shoe.referee.stub_count(e.count))
         return None
 
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
-        out.extend(self.referee.end())
-        if self.state == LAST_ROUND or self.after_last or self.profile.shuffle.every_round:
-            self.after_last = False
+        out.extend(self._shoe.referee.end())
+        if self.state == LAST_ROUND or self._shoe.after_last or self.profile.shuffle.every_round:
+            self._shoe.after_last = False
             self._finish_shoe()
             return SHOE_COMPLETE
         if self.profile.shuffler_mode and self.profile.shuffler.discards_every_round:
             return RETURN_DISCARDS
-        if self.change_burn_pending:
-            self._start_burn(out, "dealer_change", "count", self.change_burn_pending)
-            self.change_burn_pending = 0
+        if self._shoe.change_burn_pending:
+            self._start_burn(out, "dealer_change", "count", self._shoe.change_burn_pending)
+            self._shoe.change_burn_pending = 0
             return BURN
         return READY
 
     def _on_discards_returned(self, e: DiscardsReturned, out: list[Output]) -> State | None:
-        expected = self.out_since_return
+        expected = self._shoe.out_since_return
         if e.count != expected:
             out.append(self._make(
                 "DISCARDS_NOT_RETURNED",
                 f"{e.count} card(s) went back into the shuffler; {expected} were out",
                 returned=e.count, outstanding=expected))
-        self.out_since_return = 0
-        self.seen.clear()
-        self.in_shoe = self.pack_size
-        if self.change_burn_pending:
-            self._start_burn(out, "dealer_change", "count", self.change_burn_pending)
-            self.change_burn_pending = 0
+        self._shoe.out_since_return = 0
+        self._shoe.seen.clear()
+        self._shoe.in_shoe = self._shoe.pack_size
+        if self._shoe.change_burn_pending:
+            self._start_burn(out, "dealer_change", "count", self._shoe.change_burn_pending)
+            self._shoe.change_burn_pending = 0
             return BURN
         return READY if self.state != READY else None
 
@@ -832,21 +657,21 @@ class TableEngine:
         n = self.profile.burn.on_dealer_change
         out.append(Note("dealer_change", f"dealer {e.dealer} takes over",
                         {"dealer": e.dealer, "previous": previous, "burn": n}))
-        if not n or not self.loaded:
+        if not n or not self._shoe.loaded:
             return None  # before the shoe is loaded the start-of-shoe burn covers it
         if self.state == READY:
-            self.burn_just_finished = False
+            self._shoe.burn_just_finished = False
             self._start_burn(out, "dealer_change", "count", n)
             return BURN
-        if self.state == BURN and self.burn_due is not None:
-            self.burn_due += n
+        if self.state == BURN and self._shoe.burn_due is not None:
+            self._shoe.burn_due += n
             return None
-        self.change_burn_pending = n
+        self._shoe.change_burn_pending = n
         return None
 
     def _on_players_left(self, e: PlayersLeft, out: list[Output]) -> State | None:
         out.append(Note("players_left", "no players: cards withdrawn and stacked",
-                        {"shoe": self.shoe, "rounds_in_shoe": self.shoe_rounds}))
+                        {"shoe": self.shoe, "rounds_in_shoe": self._shoe.rounds}))
         self._end_shoe()
         return SUSPENDED
 
@@ -917,50 +742,3 @@ class TableEngine:
                                   "after the last shoe", step="table_close"))
         self._end_shoe()
         return CLOSED
-
-    # ------------------------------------------------------------------ prompts
-
-    def _prompt_text(self) -> str:
-        p = self.profile
-        s = self.state
-        if s == CLOSED:
-            return "Table closed. Open the table to start."
-        if s == OPENING_CHECK:
-            return f"Count and verify the {self.decks} deck(s) before play."
-        if s == SHUFFLE:
-            return "Shuffle the cards in view of a player."
-        if s == CUT:
-            need = p.cut.min_each_side
-            return ("Offer the cut" + (f": at least {need} cards each side." if need > 1
-                                       else ": anywhere."))
-        if s == CUT_CARD:
-            lo, hi = p.cut_card.window() or (0, 0)
-            span = f"{lo}" if lo == hi else f"{lo}–{hi}"
-            return f"Place the cut card with {span} cards behind it."
-        if s == LOAD:
-            return ("Load the stack into the shuffler." if p.shuffler_mode
-                    else "Load the stack into the shoe as it is.")
-        if s == BURN:
-            if self.burn_reason == "dealer_change":
-                return f"Dealer change: burn {self.burn_due} card(s)."
-            if self.burn_due is None:
-                return "Burn by value: draw one card and burn as many as its value."
-            return f"Burn {self.burn_due} card(s) unseen."
-        if s == READY:
-            return "Bets open." + (" Next round is the LAST HAND." if self.next_round_last
-                                   else " Close bets before dealing.")
-        if s == ROUND:
-            return f"Deal round {self.round}."
-        if s == LAST_ROUND:
-            return f"Last hand: finish round {self.round}, then reshuffle."
-        if s == RETURN_DISCARDS:
-            return f"Return the round's {self.out_since_return} card(s) to the shuffler."
-        if s == SHOE_COMPLETE:
-            return ("Shuffle and cut for the next round." if p.shuffle.every_round
-                    else "Shoe complete: reshuffle, or count the cards to close.")
-        if s == CLOSING_CHECK:
-            return "Pack counted: close the table, or shuffle to play on."
-        if s == SUSPENDED:
-            return "Cards withdrawn. When a player arrives, restart at the shuffle."
-        faults = ", ".join(f"{d}:{c}" for (d, c) in self._faults)
-        return f"DEVICE FAULT ({faults}): stop play until it is cleared."

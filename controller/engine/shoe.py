@@ -1,0 +1,86 @@
+"""The current shoe's card accounting: a new shoe is a new :class:`Shoe`.
+
+Everything the engine knows about one shoe (its preparation steps, where its cards
+are, its burn, its cut card, its round referee) lives in one object, so a shoe that
+ends (finished, withdrawn, the table closed) is replaced, not reset field by field.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.cards import Card
+from controller.rounds import CardLedger
+
+
+@dataclass(frozen=True, slots=True)
+class Accounting:
+    """Where every card of the pack is, as far as the engine can know (for display and logs)."""
+
+    pack: int
+    in_shoe: int
+    dealt: int
+    burned: int
+    behind_cut_card: int | None
+    cut_card_out: bool
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "pack": self.pack, "in_shoe": self.in_shoe, "dealt": self.dealt,
+            "burned": self.burned, "behind_cut_card": self.behind_cut_card,
+            "cut_card_out": self.cut_card_out,
+        }
+
+
+@dataclass(slots=True, eq=False)
+class Shoe:
+    """One shoe cycle, from its shuffle to its last card. Mutable: the engine updates it per
+    event (a card taken out is a counter bumped, not a new object)."""
+
+    pack_size: int
+    referee: CardLedger
+    # the steps that prepare it (a later step flags a missing one)
+    active: bool = False
+    shuffled: bool = False
+    cut_done: bool = False
+    cut_card_set: bool = False
+    loaded: bool = False
+    # its cards
+    in_shoe: int = 0
+    dealt: int = 0
+    burned: int = 0
+    rounds: int = 0
+    round_cards: int = 0
+    seen: Counter[Card] = field(default_factory=Counter)
+    out_since_return: int = 0
+    # its cut card and last hand
+    declared_behind: int | None = None
+    cut_card_out: bool = False
+    next_round_last: bool = False
+    after_last: bool = False
+    void_round: bool = False
+    # its burn (``burn_due`` None: by value, not yet drawn)
+    burn_due: int | None = 0
+    burn_done: int = 0
+    burn_reason: str = ""
+    burn_pending: bool = False
+    burn_just_finished: bool = False
+    change_burn_pending: int = 0
+
+    def finish(self) -> None:
+        """The last hand is over: the next shoe needs every step again; counts stay on view."""
+        self.active = False
+        self.shuffled = self.cut_done = self.cut_card_set = self.loaded = False
+        self.burn_pending = self.burn_just_finished = self.next_round_last = False
+        self.void_round = False
+
+    def accounting(self) -> Accounting:
+        behind: int | None = None
+        if self.cut_card_out:
+            behind = self.in_shoe
+        elif self.declared_behind is not None:
+            behind = min(self.declared_behind, self.in_shoe)
+        return Accounting(self.pack_size, self.in_shoe, self.dealt, self.burned, behind,
+                          self.cut_card_out)
