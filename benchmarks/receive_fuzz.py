@@ -37,10 +37,10 @@ from controller.audit.verify import verify_lines
 from controller.profiles import Profile, load_profile
 from controller.session import TableSession
 from drivers.allowlist import AllowedDevice, Allowlist
-from drivers.base import SwpDriver
 from drivers.scanner import ScannerDriver
 from drivers.shoe import ShoeDriver
 from drivers.shuffler import ShufflerDriver
+from drivers.swp import SwpDriver
 from simulators import wirefuzz
 
 DRIVERS: dict[str, type[SwpDriver]] = {"shoe": ShoeDriver, "scanner": ScannerDriver,

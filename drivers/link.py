@@ -28,6 +28,7 @@ from abc import ABC, abstractmethod
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from drivers.errors import ProtocolError
@@ -44,6 +45,16 @@ from drivers.protocol import (
 CONTROLLER = "shoewarden 0.1.0"
 RESEND_TIMEOUT = 2.0  # > ACK_TIMEOUT * (COMMAND_RETRIES + 1): the RESEND has its own retries
 MAX_RESEND = 256  # a gap wider than the duplicate window cannot be resent: lost at once
+
+
+
+class LinkState(StrEnum):
+    """Where a link's session is (equal to its plain string, as vendor links may use)."""
+
+    IDLE = "idle"  # no connection, or it was reset
+    HANDSHAKE = "handshake"  # HELLO sent (or the connection opened): waiting for IDENTITY
+    READY = "ready"  # identified: frames are numbered, acked and watched by the heartbeat
+
 
 # link fault codes (each becomes a device_fault with this code)
 SILENT = "SILENT"
@@ -147,7 +158,7 @@ def kind_name(kind: int) -> str:
 class Link(Protocol):
     """What a driver needs from a link (ProtocolLink, or a vendor adapter's own)."""
 
-    state: str  # "idle" | "handshake" | "ready"
+    state: LinkState
     identity: Identity | None
     counts: Counter[str]
 
@@ -175,7 +186,7 @@ class LinkBase(ABC):
 
     def __init__(self, *, heartbeat_timeout: float = HEARTBEAT_TIMEOUT) -> None:
         self.heartbeat_timeout = heartbeat_timeout
-        self.state = "idle"
+        self.state = LinkState.IDLE
         self.identity: Identity | None = None
         self.counts: Counter[str] = Counter()
         self.last_rx: float | None = None
@@ -198,7 +209,7 @@ class LinkBase(ABC):
     def connect(self, now: float) -> list[LinkResult]:
         """A new connection: the session restarts; returns the handshake to send."""
         out = self.reset(now)
-        self.state = "handshake"
+        self.state = LinkState.HANDSHAKE
         self.identity = None
         self.last_rx = now
         self.silent = False
@@ -206,7 +217,7 @@ class LinkBase(ABC):
 
     def reset(self, now: float) -> list[LinkResult]:
         """The connection ended: give back anything still held (subclasses)."""
-        self.state = "idle"
+        self.state = LinkState.IDLE
         return []
 
     def issue(self, kind: str, count: int = 1, detail: str = "",
@@ -224,10 +235,10 @@ class LinkBase(ABC):
 
     def identified(self, identity: Identity) -> None:
         self.identity = identity
-        self.state = "ready"
+        self.state = LinkState.READY
 
     def tick(self, now: float) -> list[LinkResult]:
-        if self.state == "ready" and not self.silent and self.last_rx is not None \
+        if self.state == LinkState.READY and not self.silent and self.last_rx is not None \
                 and now - self.last_rx >= self.heartbeat_timeout:
             self.silent = True
             return [LinkFault(SILENT, f"no frame for {now - self.last_rx:.1f} s "
@@ -238,7 +249,7 @@ class LinkBase(ABC):
         """A person cleared a latched fault (nothing is latched here)."""
 
     def next_deadline(self) -> float | None:
-        if self.state == "ready" and not self.silent and self.last_rx is not None:
+        if self.state == LinkState.READY and not self.silent and self.last_rx is not None:
             return self.last_rx + self.heartbeat_timeout
         return None
 
@@ -357,7 +368,7 @@ class ProtocolLink(LinkBase):
         self.pending.clear()
         self.resent.clear()
         self.lost.clear()
-        self.state = "idle"
+        self.state = LinkState.IDLE
         return out
 
     # receiving ----------------------------------------------------------------
@@ -374,14 +385,14 @@ class ProtocolLink(LinkBase):
     def _frame(self, frame: Frame, now: float) -> list[LinkResult]:
         if frame.type == Kind.IDENTITY:
             return self._identity(frame)
-        if (self.state == "ready" and frame.type == Kind.ACK and frame.seq == 0
+        if (self.state == LinkState.READY and frame.type == Kind.ACK and frame.seq == 0
                 and self.hello_seq is not None and _acked(frame) == self.hello_seq):
             # a HELLO retried while the device's answer was on its way (a slow device): the
             # device answers the retry as a new HELLO, restarting its numbering; its IDENTITY
             # follows and restarts ours. Not malformed: dropped quietly.
             self.counts_quiet["hello_retry_answered"] += 1
             return []
-        if self.state != "ready":
+        if self.state != LinkState.READY:
             # before the handshake: numbering is not yet the session's
             if frame.type in _IMMEDIATE:
                 return self._dispatch(frame)
@@ -489,7 +500,7 @@ class ProtocolLink(LinkBase):
         except ValueError as e:  # includes bad JSON and bad UTF-8
             return [self.issue("bad_payload", 1, f"IDENTITY: {e}", frame.type)]
         out: list[LinkResult] = []
-        if self.state == "ready":
+        if self.state == LinkState.READY:
             out += self._flush_gap("the device restarted its numbering")
         # IDENTITY answers the HELLO even if its ACK was lost: no more HELLO retries
         for seq, p in list(self.pending.items()):

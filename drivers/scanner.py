@@ -14,18 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from drivers.base import (
-    MAX_CHECK_CARDS,
-    UNREADABLE_CARD,
-    Output,
-    SwpDriver,
-    body_int,
-    body_str,
-    deck_check,
-    unreadable,
-)
+from drivers.diagnostics import UNREADABLE_CARD, Output
 from drivers.link import Message
+from drivers.payload import MAX_CHECK_CARDS, body_int, body_str, deck_check, unreadable
 from drivers.protocol import Kind
+from drivers.swp import SwpDriver
 
 
 @dataclass

@@ -23,8 +23,8 @@ from typing import Any
 import serial
 import serial.tools.list_ports
 
-from drivers.base import Transport
 from drivers.errors import DeviceDisconnected, DeviceError, DeviceNotFound
+from drivers.transport import Transport
 
 log = logging.getLogger("shoewarden.drivers.serial")
 

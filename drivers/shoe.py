@@ -16,9 +16,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from controller.events import CutCardSeen
-from drivers.base import Output, SwpDriver, body_str
+from drivers.diagnostics import Output
 from drivers.link import Message
+from drivers.payload import body_str
 from drivers.protocol import Kind
+from drivers.swp import SwpDriver
 
 SHOE_EMPTY = "SHOE_EMPTY"
 JAM = "JAM"

@@ -22,19 +22,12 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from controller.events import DiscardsReturned, Shuffle
-from drivers.base import (
-    MAX_CHECK_CARDS,
-    UNREADABLE_CARD,
-    Output,
-    PayloadError,
-    SwpDriver,
-    Transport,
-    body_int,
-    body_str,
-    deck_check,
-)
+from drivers.diagnostics import UNREADABLE_CARD, Output
 from drivers.link import Message
+from drivers.payload import MAX_CHECK_CARDS, PayloadError, body_int, body_str, deck_check
 from drivers.protocol import Kind
+from drivers.swp import SwpDriver
+from drivers.transport import Transport
 
 MAX_CHECK_PARTS = 64
 """Parts one split DECK_CHECK may come in (a 1 KB payload holds ~200 cards)."""

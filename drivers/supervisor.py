@@ -1,6 +1,6 @@
 """Keeps one device connected: reconnects with capped exponential backoff.
 
-:class:`Supervisor` wraps an :class:`~drivers.base.SwpDriver`. When the connection is lost
+:class:`Supervisor` wraps an :class:`~drivers.swp.SwpDriver`. When the connection is lost
 (a ``DISCONNECTED`` transport fault, a failed handshake, a port that will not open) the
 driver has already emitted ``device_fault`` ``DISCONNECTED``; the supervisor then
 reopens the driver's transport after ``backoff.delay(0)``, ``delay(1)``, … seconds
@@ -25,9 +25,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
-from drivers.base import NOTICE, Output, SwpDriver
+from drivers.base import DriverState
+from drivers.diagnostics import NOTICE, Output
 from drivers.errors import DeviceError
+from drivers.swp import SwpDriver
 
 log = logging.getLogger("shoewarden.drivers.supervisor")
 
@@ -54,6 +57,17 @@ class Backoff:
         return [self.delay(i) for i in range(n)]
 
 
+class SupervisorState(StrEnum):
+    """Where a supervisor is in its reconnect cycle (equal to its plain string)."""
+
+    IDLE = "idle"  # not started
+    CONNECTING = "connecting"  # the transport is open, the handshake under way
+    UP = "up"  # the device is identified
+    WAITING = "waiting"  # lost: the next attempt is due at ``next_attempt``
+    REFUSED = "refused"  # the device's identity was refused: no retry until resumed
+    STOPPED = "stopped"  # :meth:`Supervisor.stop` was called
+
+
 class Supervisor:
     """``idle`` → ``connecting`` → ``up``; on loss ``waiting`` → ``connecting`` …; ``refused``
     after an identity change (until :meth:`resume`); ``stopped`` after :meth:`stop`."""
@@ -65,7 +79,7 @@ class Supervisor:
         self.backoff = backoff or Backoff()
         self.clock = clock
         self.sleep = sleep
-        self.state = "idle"
+        self.state = SupervisorState.IDLE
         self.failures = 0  # attempts in a row that did not reach "ready"
         self.next_attempt: float | None = None
         self.last_delay: float | None = None
@@ -83,29 +97,31 @@ class Supervisor:
         return self._attempt(now)
 
     def stop(self) -> None:
-        self.state = "stopped"
+        self.state = SupervisorState.STOPPED
         self.next_attempt = None
         self.driver.close()
 
     def poll(self, now: float | None = None) -> list[Output]:
         now = self.clock() if now is None else now
-        if self.state in ("idle", "stopped"):
+        if self.state in (SupervisorState.IDLE, SupervisorState.STOPPED):
             return []
         out = self.driver.poll(now)
         state = self.driver.state
-        if state == "refused":
-            if self.state != "refused":
+        if state == DriverState.REFUSED:
+            if self.state != SupervisorState.REFUSED:
                 log.error("%s: refused; not reconnecting until resumed", self.driver.name)
-            self.state = "refused"
+            self.state = SupervisorState.REFUSED
             self.next_attempt = None
-        elif state == "ready":
-            if self.state != "up":
+        elif state == DriverState.READY:
+            if self.state != SupervisorState.UP:
                 log.info("%s: up after %d attempt(s)", self.driver.name, self.attempts)
-            self.state = "up"
+            self.state = SupervisorState.UP
             self.failures = 0
-        elif state in ("lost", "closed") and self.state in ("up", "connecting"):
+        elif state in (DriverState.LOST, DriverState.CLOSED) and self.state in (
+                SupervisorState.UP, SupervisorState.CONNECTING):
             self._schedule(now)
-        if self.state == "waiting" and self.next_attempt is not None and now >= self.next_attempt:
+        if (self.state == SupervisorState.WAITING and self.next_attempt is not None
+                and now >= self.next_attempt):
             out += self._attempt(now)
         return out
 
@@ -121,7 +137,7 @@ class Supervisor:
             out += self.driver.lost(f"cannot connect: {e}", now)
             self._schedule(now)
             return out
-        self.state = "connecting"
+        self.state = SupervisorState.CONNECTING
         return []
 
     def _schedule(self, now: float) -> None:
@@ -129,7 +145,7 @@ class Supervisor:
         self.failures += 1
         self.last_delay = delay
         self.next_attempt = now + delay
-        self.state = "waiting"
+        self.state = SupervisorState.WAITING
         log.info("%s: reconnect in %.2f s", self.driver.name, delay)
 
     def run(self, stop: threading.Event, on_output: Callable[[Output], None], *,

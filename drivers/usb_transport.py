@@ -23,8 +23,8 @@ from typing import Any
 import usb.core
 import usb.util
 
-from drivers.base import Transport
 from drivers.errors import DeviceDisconnected, DeviceError, DeviceNotFound
+from drivers.transport import Transport
 
 log = logging.getLogger("shoewarden.drivers.usb")
 

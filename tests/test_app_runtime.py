@@ -37,8 +37,9 @@ from controller.events import (
 from controller.profiles import load_profile
 from controller.session import TableSession
 from drivers.allowlist import Allowlist
-from drivers.base import DeviceDiagnostic, MemoryTransport
+from drivers.diagnostics import DeviceDiagnostic
 from drivers.shoe import ShoeDriver
+from drivers.transport import MemoryTransport
 from simulators.devices import Shoe
 
 T = "2026-11-21T10:00:00.000Z"

@@ -10,9 +10,11 @@ import itertools
 import tracemalloc
 
 from controller.events import DeckCheck, DeviceFault
-from drivers.base import MAX_CHECK_CARDS, MAX_OPEN_FAULTS, DeviceDiagnostic
+from drivers.base import MAX_OPEN_FAULTS
+from drivers.diagnostics import DeviceDiagnostic
 from drivers.framing import encode
 from drivers.link import MAX_RESEND, ProtocolLink
+from drivers.payload import MAX_CHECK_CARDS
 from drivers.protocol import Kind
 from drivers.scanner import ScannerDriver
 from drivers.shuffler import ShufflerDriver

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from controller.events import DeviceFault, Event
-from drivers.base import DeviceDiagnostic
+from drivers.diagnostics import DeviceDiagnostic
 from drivers.framing import encode
 from drivers.protocol import Kind
 from drivers.scanner import ScannerDriver

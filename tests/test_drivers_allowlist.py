@@ -14,12 +14,13 @@ import pytest
 
 from controller.events import DeviceFault, DeviceOk
 from drivers.allowlist import Allowlist, IdentityMismatch, check_same_device
-from drivers.base import DeviceDiagnostic, MemoryTransport
+from drivers.diagnostics import DeviceDiagnostic
 from drivers.errors import DeviceIdentityError, DeviceTimeout
 from drivers.framing import encode
 from drivers.protocol import Identity, Kind
 from drivers.scanner import ScannerDriver
 from drivers.shoe import ShoeDriver
+from drivers.transport import MemoryTransport
 
 T = "2026-11-21T10:00:00.000Z"
 SHOE = Identity("shoe", "SW-SHOE-1", "SH123456", "2.4.1", "sha256:9f2c")

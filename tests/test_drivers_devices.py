@@ -28,13 +28,14 @@ from controller.events import (
     Shuffle,
     parse_event,
 )
-from drivers.base import DeviceDiagnostic, SwpDriver
+from drivers.diagnostics import DeviceDiagnostic
 from drivers.errors import DeviceDisconnected
 from drivers.framing import FrameDecoder, encode
 from drivers.protocol import Kind
 from drivers.scanner import ScannerDriver
 from drivers.shoe import ShoeDriver
 from drivers.shuffler import ShufflerDriver
+from drivers.swp import SwpDriver
 
 T = "2026-11-21T10:00:00.000Z"
 

@@ -23,12 +23,13 @@ import serial
 
 from controller.cards import parse_card
 from controller.events import CardDrawn, DeviceFault, Event
-from drivers.base import DeviceDiagnostic, ReaderThread, TransportFault
+from drivers.diagnostics import DeviceDiagnostic
 from drivers.errors import DeviceDisconnected, DeviceError, DeviceNotFound
 from drivers.framing import FrameDecoder, encode
 from drivers.protocol import Kind
 from drivers.serial_transport import SerialTransport, find_port, is_gone
 from drivers.shoe import ShoeDriver
+from drivers.transport import ReaderThread, TransportFault
 
 IDENT = {"kind": "shoe", "model": "SW-SHOE-1", "serial": "SH123456", "firmware": "2.4.1",
          "firmware_hash": "sha256:9f2c"}

@@ -20,13 +20,14 @@ from typing import Any
 import pytest
 
 from controller.events import DeviceFault, DeviceOk
-from drivers.base import DeviceDiagnostic, Transport, TransportFault
+from drivers.diagnostics import DeviceDiagnostic
 from drivers.errors import DeviceIdentityError, DeviceNotFound
 from drivers.framing import Frame, FrameDecoder, encode
 from drivers.protocol import Identity, Kind
 from drivers.serial_transport import SerialTransport
 from drivers.shoe import ShoeDriver
 from drivers.supervisor import Backoff, Supervisor
+from drivers.transport import Transport, TransportFault
 
 T = "2026-11-21T10:00:00.000Z"
 SHOE = Identity("shoe", "SW-SHOE-1", "SH123456", "2.4.1", "sha256:9f2c")

@@ -12,7 +12,7 @@ import itertools
 import random
 
 from controller.events import CardDrawn
-from drivers.base import DeviceDiagnostic
+from drivers.diagnostics import DeviceDiagnostic
 from drivers.framing import encode
 from drivers.noise import NoiseThrottle
 from drivers.protocol import Kind

@@ -61,7 +61,7 @@ from controller.deviations import Deviation, Severity
 from controller.events import Event
 from controller.outputs import Note, Output, Prompt
 from controller.session import TableSession
-from drivers.base import utc_now
+from drivers.diagnostics import utc_now
 from drivers.errors import DeviceError
 from drivers.registry import create_drivers
 

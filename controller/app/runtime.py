@@ -60,7 +60,8 @@ from controller.events import (
 )
 from controller.outputs import Output
 from controller.session import TableSession
-from drivers.base import (
+from drivers.base import DeviceDriver
+from drivers.diagnostics import (
     DEVICE_IDENTITY,
     DISCONNECTED,
     DRIVER_ERROR,
@@ -70,10 +71,9 @@ from drivers.base import (
     PROTOCOL_ERROR,
     UNREADABLE_CARD,
     DeviceDiagnostic,
-    DeviceDriver,
     utc_now,
 )
-from drivers.base import Output as DriverOutput
+from drivers.diagnostics import Output as DriverOutput
 from drivers.link import LOST_FRAMES, NO_ACK, SILENT
 from drivers.supervisor import Backoff, Supervisor
 
