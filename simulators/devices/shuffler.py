@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from enum import StrEnum
 from typing import Any
 
 from drivers.protocol import Kind
@@ -51,6 +52,15 @@ class ScriptedOrder:
         x[:] = first + rest
 
 
+class ShufflerState(StrEnum):
+    """What a simulated shuffler holds, as its STATUS reports it (equal to the plain string)."""
+
+    EMPTY = "empty"  # nothing loaded, or the pack was taken out
+    LOADED = "loaded"  # cards in, not shuffled since
+    READY = "ready"  # shuffled: the pack can be taken out (or, continuous, dealt)
+    FAULT = "fault"  # a fault is open (STATUS only; the state underneath is kept)
+
+
 class Shuffler(Device):
     kind = "shuffler"
     model_key = "batch_shuffler"
@@ -60,7 +70,7 @@ class Shuffler(Device):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stack: list[str] = []
-        self.state = "empty"
+        self.state = ShufflerState.EMPTY
         self.door_open = False
         self.faulted: set[str] = set()
 
@@ -69,7 +79,7 @@ class Shuffler(Device):
     def load(self, cards: Iterable[str]) -> None:
         """Cards go into the shuffler (added to what it holds): LOADED with the count held."""
         self.stack.extend(cards)
-        self.state = "loaded"
+        self.state = ShufflerState.LOADED
         self._emit(Kind.LOADED, {"count": len(self.stack)})
 
     def shuffle(self, rng: Any = None) -> list[str]:
@@ -85,14 +95,14 @@ class Shuffler(Device):
                 self._armed_content.append(f)
         if not unshuffled:
             (rng if rng is not None else self.rng).shuffle(self.stack)
-        self.state = "ready"
+        self.state = ShufflerState.READY
         self._emit(Kind.SHUFFLE_DONE, {"count": len(self.stack)}, wire=wire)
         return list(self.stack)
 
     def eject(self) -> list[str]:
         """The pack is taken out (first card first). No message."""
         out, self.stack = self.stack, []
-        self.state = "empty"
+        self.state = ShufflerState.EMPTY
         return out
 
     def deck_check(self) -> list[str]:
@@ -111,7 +121,8 @@ class Shuffler(Device):
         return cards
 
     def status_body(self) -> dict[str, Any]:
-        return {"state": "fault" if self.faulted else self.state, "cards": len(self.stack)}
+        state = ShufflerState.FAULT if self.faulted else self.state
+        return {"state": state, "cards": len(self.stack)}
 
     def status(self) -> None:
         """An unsolicited STATUS (not an input event)."""
