@@ -112,7 +112,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from controller.audit.replay import ReplayError
     from controller.audit.report import build_report, render_round, render_text
-    from controller.audit.report_html import render_html
+    from controller.audit.report.html import render_html
 
     try:
         key = _key("report", args.key)

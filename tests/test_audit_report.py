@@ -18,7 +18,7 @@ from test_audit_helpers import feed_log
 
 from controller.audit import AuditLog
 from controller.audit.report import build_report, render_round, render_text
-from controller.audit.report_html import render_html
+from controller.audit.report.html import render_html
 from controller.cards import baccarat_value
 from controller.cli import main
 from controller.profiles import load_profile

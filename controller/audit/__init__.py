@@ -14,7 +14,7 @@ engine; import them by name (never from here, which the session imports):
 
 - :mod:`controller.audit.replay` — re-run the engine on a log's inputs and compare;
 - :mod:`controller.audit.recovery` — ``recover(path)`` after a crash;
-- :mod:`controller.audit.report` — day reports, round reconstruction, HTML.
+- :mod:`controller.audit.report` — day reports, round reconstruction, HTML (a package).
 """
 
 from controller.audit.anchors import Anchor, AnchorFileError, AnchorSink, read_anchors

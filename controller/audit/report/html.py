@@ -1,6 +1,6 @@
 """The report as one self-contained HTML file: no network, no external scripts, styles or fonts.
 
-Same content as the text report (:mod:`controller.audit.report`), plus a
+Same content as the text report (:mod:`controller.audit.report.text`), plus a
 deviation table an inspector can sort (a few lines of inline JavaScript: click
 a column heading) and three inline SVG charts per day: deviations over the
 day, cut card positions against the profile's window, and cards per shoe.
@@ -11,16 +11,9 @@ from __future__ import annotations
 import html
 import os
 
-from controller.audit.report import (
-    SEVERITIES,
-    DayReport,
-    Report,
-    RoundInfo,
-    clock,
-    day_summary,
-    entry_text,
-    round_lines,
-)
+from controller.audit.report.model import SEVERITIES, DayReport, Report, RoundInfo, clock
+from controller.audit.report.rounds import round_lines
+from controller.audit.report.text import day_summary, entry_text
 from controller.events import parse_time
 
 _COLOURS = {"critical": "#b3261e", "warning": "#c77700", "info": "#3b6ea5"}

@@ -1,0 +1,117 @@
+"""One round laid out (``audit report --round N``): bets, cards in dealing order, hands, result.
+
+The hand reconstruction a dispute needs, from the round's note (the referee's layout of
+the cards and the result) and its inputs (each card's time and sequence number).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.audit.report.model import DayReport, Report, RoundInfo, clock, list_at
+
+
+def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
+    """The hand reconstruction of one round, from its round note and its inputs."""
+    data = r.data or {}
+    out = [f"== round {r.round}: {day.title}, shoe {r.shoe} (profile {day.profile}, "
+           f"game {day.game})",
+           f"  bets closed {clock(r.start)} (seq {r.seq})"
+           + "".join(f", {k} {v}" for k, v in r.bets.items())
+           + (f"; round ended {clock(r.end)}" if r.end else "; the round did not end")]
+    cards = list_at(data, "cards")
+    times = r.inputs if len(r.inputs) == len(cards) else []
+    if r.early:
+        out.append("  dealt before bets closed (CARD_BEFORE_BETS_CLOSED):")
+        for c in r.early:
+            out.append(f"     -  {c.card:4}  {'':8}  {'early':9}  {clock(c.time):20}  {c.seq}")
+    out.append("  cards in dealing order:")
+    out.append("     #  card  to        why        time                  seq")
+    for i, c in enumerate(cards, start=1):
+        t = times[i - 1] if times else None
+        out.append(f"    {i:2d}  {c.get('card', '?')!s:4}  {c.get('to', '')!s:8}  "
+                   f"{c.get('why', '')!s:9}  {clock(t.time) if t else '':20}  "
+                   f"{t.seq if t else ''}")
+    if not cards and r.inputs:
+        for i, c in enumerate(r.inputs, start=1):
+            out.append(f"    {i:2d}  {c.card:4}  {'?':8}  {'':9}  {clock(c.time):20}  {c.seq}")
+    elif cards and not times and r.inputs:
+        out.append(f"  cards read (their times; {len(r.inputs)} read, {len(cards)} in the "
+                   "round note):")
+        for i, c in enumerate(r.inputs, start=1):
+            out.append(f"    {i:2d}  {c.card:4}  {'':8}  {'':9}  {clock(c.time):20}  {c.seq}")
+    if r.actions:
+        out.append("  actions: " + ", ".join(f"{a} ({clock(t)})" for t, a in r.actions))
+    out += _result_lines(data)
+    if r.note_text:
+        out.append(f"  result: {r.note_text} (round note, seq {r.note_seq})")
+    else:
+        out.append("  result: no round note (the round did not end in this log)")
+    if r.deviations:
+        out.append("  deviations in this round:")
+        for d in r.deviations:
+            out.append(f"    seq {d.seq}: {d.code} [{d.severity}] {d.message}")
+    return out
+
+
+def _hand_text(cards: Any, total: Any, soft: Any = False) -> str:
+    shown = " ".join(cards) if isinstance(cards, list) else "?"
+    total_text = "" if total is None else f" = {total}" + (" soft" if soft else "")
+    return shown + total_text
+
+
+def _result_lines(data: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    hands = data.get("hands")
+    if isinstance(hands, list):  # blackjack
+        out.append("  hands:")
+        for h in hands:
+            flags = [k for k in ("blackjack", "bust", "doubled", "split", "surrendered")
+                     if h.get(k)]
+            pays = f", pays {h['pays']}" if h.get("pays") else ""
+            hand = _hand_text(h.get("cards"), h.get("total"), h.get("soft"))
+            out.append(f"    {h.get('hand')}: {hand}" + (f" ({', '.join(flags)})" if flags else "")
+                       + f" -> {h.get('outcome')}{pays}")
+        dealer = data.get("dealer")
+        if isinstance(dealer, dict):
+            flags = [k for k in ("blackjack", "bust", "peeked") if dealer.get(k)]
+            hand = _hand_text(dealer.get("cards"), dealer.get("total"), dealer.get("soft"))
+            out.append(f"    dealer: {hand}" + (f" ({', '.join(flags)})" if flags else ""))
+        if data.get("insurance"):
+            out.append(f"    insurance: {data['insurance']}")
+    elif isinstance(hands, dict):  # stud poker
+        out.append("  hands:")
+        for name, h in hands.items():
+            extra = " VOID" if h.get("void") else ""
+            out.append(f"    {name}: {_hand_text(h.get('cards'), None)} ({h.get('rank')}){extra}")
+        results = data.get("results")
+        if isinstance(results, dict):
+            for name, res in results.items():
+                out.append(f"    {name}: {res.get('outcome')}"
+                           + "".join(f", {k} {v:+d}" for k, v in res.items()
+                                     if k in ("ante", "raise") and isinstance(v, int)))
+        if "dealer_qualifies" in data:
+            out.append(f"    dealer qualifies: {data.get('dealer_qualifies')}")
+    elif "winner" in data or "punto" in data:  # baccarat family
+        cards = list_at(data, "cards")
+        for side in ("punto", "banco"):
+            side_cards = [c.get("card") for c in cards if c.get("to") == side]
+            if side_cards or data.get(side) is not None:
+                out.append(f"  {side}: {_hand_text(side_cards, data.get(side))}")
+        if data.get("naturals"):
+            out.append(f"  naturals: {', '.join(data['naturals'])}")
+        out.append(f"  winner: {data.get('winner') or '-'}"
+                   + (" (dummy hand: bets not accepted)" if data.get("dummy") else ""))
+    return out
+
+
+def render_round(report: Report, n: int, table: str | None = None) -> str | None:
+    found = report.find_round(n, table)
+    if not found:
+        return None
+    out: list[str] = [*report.verdict, ""] if report.verdict else []
+    for day, r in found:
+        out += round_lines(day, r)
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
