@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from controller import jsontext
@@ -57,11 +58,22 @@ HELP = """commands (values may follow on the same line):
   (empty line) state    ?  this help       quit  stop the controller (table stays open)"""
 
 
+class CommandKind(StrEnum):
+    """What a console line asks for (equal to its plain string)."""
+
+    EVENT = "event"  # an input event to feed
+    CLEAR = "clear"  # a person cleared a latched device fault
+    HELP = "help"  # show the commands
+    STATUS = "status"  # show the state
+    QUIT = "quit"  # stop the controller (the table stays open)
+    ERROR = "error"  # a line that is not a command: ``message`` says why
+
+
 @dataclass(frozen=True)
 class Command:
     """What a console line asks for: an event to feed, or one of the console's own."""
 
-    kind: str  # "event" | "clear" | "help" | "status" | "quit" | "error"
+    kind: CommandKind
     event: Event | None = None
     device: str = ""
     code: str = ""
@@ -87,41 +99,42 @@ class DealerConsole:
         if obj.get("type") == "table_open":
             obj.setdefault("table", self.table)  # this console's table
         if obj.get("type") == "device_ok" and obj.get("code") == "DEVICE_IDENTITY":
-            return Command("error", message="a refused device clears DEVICE_IDENTITY itself, "
+            return Command(CommandKind.ERROR,
+                           message="a refused device clears DEVICE_IDENTITY itself, "
                            "by identifying as an allowed device: `k DEVICE DEVICE_IDENTITY` "
                            "tries it again")
         try:
-            return Command("event", parse_event(obj))
+            return Command(CommandKind.EVENT, parse_event(obj))
         except EventError as e:
             kind = obj.get("type")
-            return Command("error", message=f"{kind}: {e}" if isinstance(kind, str) and
+            return Command(CommandKind.ERROR, message=f"{kind}: {e}" if isinstance(kind, str) and
                            len(kind) < 40 else str(e))
 
     def parse(self, line: str, ask: Ask) -> Command:
         """One console line (``ask(question)`` reads an answer line; None at the end)."""
         text = line.strip()
         if not text:
-            return Command("status")
+            return Command(CommandKind.STATUS)
         try:
             text.encode("utf-8")  # stdin is read with surrogateescape: bad bytes arrive here
         except UnicodeEncodeError:
-            return Command("error", message="not UTF-8 text: the line was refused")
+            return Command(CommandKind.ERROR, message="not UTF-8 text: the line was refused")
         if len(text) > MAX_LINE:
-            return Command("error", message=f"a line longer than {MAX_LINE} characters")
+            return Command(CommandKind.ERROR, message=f"a line longer than {MAX_LINE} characters")
         if text.startswith("{"):
             try:
                 obj = jsontext.loads(text)
             except JsonTextError as e:
-                return Command("error", message=str(e))
+                return Command(CommandKind.ERROR, message=str(e))
             if not isinstance(obj, dict):
-                return Command("error", message="expected a JSON object")
+                return Command(CommandKind.ERROR, message="expected a JSON object")
             return self._event(obj)
         word, *args = text.split()
         word = word.lower()
         if word in ("?", "h", "help"):
-            return Command("help", message=HELP)
+            return Command(CommandKind.HELP, message=HELP)
         if word == "quit":
-            return Command("quit")
+            return Command(CommandKind.QUIT)
 
         def value(question: str) -> str | None:
             if args:
@@ -140,7 +153,8 @@ class DealerConsole:
         if word == "o":
             decks = _number(args[0]) if args else self.decks
             if decks is None:
-                return Command("error", message="open: DECKS is a number of decks, e.g. o 6")
+                return Command(CommandKind.ERROR,
+                               message="open: DECKS is a number of decks, e.g. o 6")
             obj = {"type": "table_open", "table": self.table, "decks": decks}
             if len(args) > 1:
                 obj["sabot"] = args[1]
@@ -148,14 +162,15 @@ class DealerConsole:
         if word == "c":
             offset = number("cut offset (cards lifted off the top)? ")
             if offset is None:
-                return Command("error", message="cut: an offset is needed, e.g. c 120")
+                return Command(CommandKind.ERROR, message="cut: an offset is needed, e.g. c 120")
             return self._event({"type": "cut", "offset": offset})
         if word == "p":
             obj = {"type": "cut_card_placed"}
             if args:
                 behind = _number(args[0])
                 if behind is None:
-                    return Command("error", message="cut card: BEHIND is a number of cards")
+                    return Command(CommandKind.ERROR,
+                                   message="cut card: BEHIND is a number of cards")
                 obj["behind"] = behind
             return self._event(obj)
         if word == "b":
@@ -163,32 +178,33 @@ class DealerConsole:
         if word == "a":
             action = value(f"action ({', '.join(ACTIONS)})? ")
             if not action:
-                return Command("error", message="action: which one?")
+                return Command(CommandKind.ERROR, message="action: which one?")
             return self._event({"type": "action", "action": action.lower()})
         if word in ("n", "r"):
             kind = "stub_count" if word == "n" else "discards_returned"
             count = number("count? ")
             if count is None:
-                return Command("error", message=f"{kind}: a count is needed")
+                return Command(CommandKind.ERROR, message=f"{kind}: a count is needed")
             return self._event({"type": kind, "count": count})
         if word == "d":
             dealer = value("dealer id? ")
             if not dealer:
-                return Command("error", message="dealer change: a dealer id is needed")
+                return Command(CommandKind.ERROR, message="dealer change: a dealer id is needed")
             return self._event({"type": "dealer_change", "dealer": dealer})
         if word == "m":
             card = value("card (e.g. 7H)? ")
             if not card:
-                return Command("error", message="card: which card?")
+                return Command(CommandKind.ERROR, message="card: which card?")
             return self._event({"type": "card", "card": card})
         if word == "k":
             raw = value("which fault was dealt with (DEVICE CODE)? ")
             parts = (raw or "").replace(":", " ").split()
             if len(parts) != 2 or not _NAME.fullmatch(parts[0]) \
                     or not _NAME.fullmatch(parts[1]):
-                return Command("error", message="fault cleared: give DEVICE CODE, e.g. k shoe JAM")
-            return Command("clear", device=parts[0], code=parts[1].upper())
-        return Command("error", message=f"unknown command {word!r} (? lists them)")
+                return Command(CommandKind.ERROR,
+                               message="fault cleared: give DEVICE CODE, e.g. k shoe JAM")
+            return Command(CommandKind.CLEAR, device=parts[0], code=parts[1].upper())
+        return Command(CommandKind.ERROR, message=f"unknown command {word!r} (? lists them)")
 
     def _bets(self, args: list[str], ask: Ask) -> Command:
         game = self.profile.game
@@ -199,14 +215,15 @@ class DealerConsole:
             boxes = raw.replace(",", " ").split()
             numbers = [_number(b) for b in boxes]
             if None in numbers:
-                return Command("error", message="bets closed: boxes are numbers, e.g. b 1 3 5")
+                return Command(CommandKind.ERROR,
+                               message="bets closed: boxes are numbers, e.g. b 1 3 5")
             if numbers:
                 obj["boxes"] = numbers
         elif game == "stud-poker":
             raw = args[0] if args else (ask("players with a bet? ") or "")
             players = _number(raw.strip())
             if players is None:
-                return Command("error", message="bets closed: how many players? e.g. b 4")
+                return Command(CommandKind.ERROR, message="bets closed: how many players? e.g. b 4")
             obj["players"] = players
         return self._event(obj)
 

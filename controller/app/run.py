@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from controller.app.console import Command, DealerConsole
+from controller.app.console import Command, CommandKind, DealerConsole
 from controller.app.runtime import TableRuntime
 from controller.app.tableconfig import TableConfig, TableConfigError, load_table_config
 from controller.audit import (
@@ -290,18 +290,18 @@ def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
                     cmd: Command = console.parse(line, ask)
                 except Exception as e:  # a line the console could not read: refuse it only
                     log.exception("console line refused")
-                    cmd = Command("error", message=f"that line could not be read "
-                                                   f"({type(e).__name__}); nothing was done")
-                if cmd.kind == "event":
+                    cmd = Command(CommandKind.ERROR, message=f"that line could not be read "
+                                  f"({type(e).__name__}); nothing was done")
+                if cmd.kind == CommandKind.EVENT:
                     assert cmd.event is not None
                     runtime.post_event(cmd.event)
-                elif cmd.kind == "clear":
+                elif cmd.kind == CommandKind.CLEAR:
                     runtime.clear_fault(cmd.device, cmd.code)
-                elif cmd.kind == "status":
+                elif cmd.kind == CommandKind.STATUS:
                     runtime.post_call(display.status)
-                elif cmd.kind == "help":
+                elif cmd.kind == CommandKind.HELP:
                     display.write(cmd.message)
-                elif cmd.kind == "quit":
+                elif cmd.kind == CommandKind.QUIT:
                     runtime.request_stop("quit")
                     return
                 else:

@@ -47,6 +47,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from controller.events import (
@@ -195,6 +196,18 @@ def port_of(driver: DeviceDriver) -> str | None:
     return None
 
 
+class Queued(StrEnum):
+    """What the engine thread's queue carries (each with its payload)."""
+
+    DEVICE = "device"  # (slot, outputs): what a device's driver made, from the device thread
+    EVENT = "event"  # (event, line): a dealer console input, fed in arrival order
+    CONSOLE = "console"  # a console channel line (bench), for the sequencer
+    CLEAR = "clear"  # (device, code): a person cleared a latched fault
+    CALL = "call"  # a function to run in the engine thread
+    ERROR = "error"  # the device thread's exception
+    STOP = "stop"  # the reason to stop
+
+
 class DeviceThreadError(RuntimeError):
     """The device thread failed (its exception is the cause); the engine thread stops on it."""
 
@@ -241,7 +254,7 @@ class TableRuntime:
             sup = Supervisor(driver, backoff=backoff, clock=clock)  # type: ignore[arg-type]
             self.slots[name] = DeviceSlot(name, driver, sup, names.get(name, type(driver).__name__))
         self._restore = {k: tuple(v) for k, v in (restore_faults or {}).items()}
-        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Queued, Any]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
         self._devices_thread: threading.Thread | None = None
@@ -256,26 +269,26 @@ class TableRuntime:
 
     def post_event(self, event: Event | dict[str, Any], line: int | None = None) -> None:
         """An input from the dealer console (fed in arrival order, not sequenced)."""
-        self._queue.put(("event", (event, line)))
+        self._queue.put((Queued.EVENT, (event, line)))
 
     def post_console(self, line: dict[str, Any]) -> None:
         """A line of a simulated dealer's console channel (for the sequencer)."""
-        self._queue.put(("console", line))
+        self._queue.put((Queued.CONSOLE, line))
 
     def clear_fault(self, device: str, code: str) -> None:
         """A person dealt with a fault: the driver's ``device_ok`` (or, for a fault no driver
         holds — one from before a restart, the controller's own — a ``device_ok`` directly),
         fed in order with the dealer's other inputs."""
-        self._queue.put(("clear", (device, code)))
+        self._queue.put((Queued.CLEAR, (device, code)))
 
     def post_call(self, fn: Callable[[], None]) -> None:
         """Run ``fn()`` in the engine thread (to read the engine's state safely, e.g. to show
         it); an exception from it stops the runtime like any other."""
-        self._queue.put(("call", fn))
+        self._queue.put((Queued.CALL, fn))
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """Stop after everything posted before this has been handled."""
-        self._queue.put(("stop", reason))
+        self._queue.put((Queued.STOP, reason))
 
     def deliver(self, device: str, outputs: list[DriverOutput]) -> None:
         """Handle what one poll of ``device``'s driver made, in the calling thread, exactly
@@ -284,7 +297,7 @@ class TableRuntime:
         itself and needs the runtime's own routing, not a copy of it."""
         if self._thread is not None:
             raise RuntimeError("deliver() is for a runtime that is not started")
-        self._handle(("device", (self.slots[device], outputs)))
+        self._handle((Queued.DEVICE, (self.slots[device], outputs)))
 
     def start(self) -> TableRuntime:
         self._thread = threading.Thread(target=self._main, name="shoewarden-engine",
@@ -335,7 +348,7 @@ class TableRuntime:
                     self._post_outputs(slot, slot.supervisor.poll(now))
         except BaseException as exc:
             log.critical("the device thread stopped on an error", exc_info=exc)
-            self._queue.put(("error", exc))
+            self._queue.put((Queued.ERROR, exc))
         finally:
             for slot in self.slots.values():
                 try:
@@ -345,7 +358,7 @@ class TableRuntime:
 
     def _post_outputs(self, slot: DeviceSlot, outputs: list[DriverOutput]) -> None:
         if outputs:
-            self._queue.put(("device", (slot, outputs)))
+            self._queue.put((Queued.DEVICE, (slot, outputs)))
 
     def _clear(self, device: str, code: str) -> list[Any]:
         """Device thread: the ``device_ok`` for a fault a person dealt with.
@@ -381,7 +394,7 @@ class TableRuntime:
             while True:
                 stop = False
                 try:
-                    item: tuple[str, Any] | None = self._queue.get(timeout=self.tick)
+                    item: tuple[Queued, Any] | None = self._queue.get(timeout=self.tick)
                 except queue.Empty:
                     item = None
                 while item is not None and not stop:
@@ -403,20 +416,20 @@ class TableRuntime:
                 self._devices_thread.join(10)
             self._done.set()
 
-    def _handle(self, item: tuple[str, Any]) -> bool:
+    def _handle(self, item: tuple[Queued, Any]) -> bool:
         kind, payload = item
-        if kind == "device":
+        if kind == Queued.DEVICE:
             slot, outputs = payload
             self._route(slot, outputs)
             self._release()
-        elif kind == "event":
+        elif kind == Queued.EVENT:
             self._release()
             event, line = payload
             self._feed(event, line)
-        elif kind == "console":
+        elif kind == Queued.CONSOLE:
             self.sequencer.console_line(payload)
             self._release()
-        elif kind == "clear":
+        elif kind == Queued.CLEAR:
             self._release()
             device, code = payload
             if self._devices_thread is not None and self._devices_thread.is_alive():
@@ -431,12 +444,12 @@ class TableRuntime:
                 outs = self._clear(device, code)
             for ev in outs:  # a person's act: in order with the dealer's inputs
                 self._feed(ev, None)
-        elif kind == "call":
+        elif kind == Queued.CALL:
             self._release()
             payload()
-        elif kind == "error":
+        elif kind == Queued.ERROR:
             raise DeviceThreadError(f"the device thread failed: {payload!r}") from payload
-        elif kind == "stop":
+        elif kind == Queued.STOP:
             self.stop_reason = str(payload)
             return True
         return False
