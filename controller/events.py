@@ -18,21 +18,53 @@ rules need, and a sorted list can never reveal the order of a shuffled pack
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_type_hints
 
 from controller.cards import Card, CardError, parse_card
+from controller.validation import (
+    Checker,
+    Invalid,
+    check_choice,
+    checker,
+    choices,
+    show,
+)
 
 
-class EventError(ValueError):
+class EventError(Invalid):
     """A malformed input event. ``field`` names the offending key ('' for the whole object)."""
 
-    def __init__(self, field_name: str, why: str) -> None:
-        self.field = field_name
-        self.why = why
-        super().__init__(f"{field_name}: {why}" if field_name else why)
+
+MAX_DECKS = 24  # no game uses more than 8; a bigger number is a typo, not a pack
+MAX_SEATS = 64
+"""Most boxes or players a table can have (the largest layout seats 7–9); a bigger number
+is a typo, and would make the engine lay out that many hands."""
+MAX_CHECK_CARDS = 1_040
+"""Most cards one deck check may list (20 packs; the drivers hold a check to the same)."""
+MAX_TEXT = 1_000
+"""Longest text any field accepts (names, details, ports, tokens)."""
+MAX_DEPTH = 8
+"""Deepest nesting of an event (a deck lot inside a list inside the event is 3)."""
+
+
+def _within(lo: int, hi: int | None = None, **kw: Any) -> Any:
+    """A count field's range (the parser checks it; see :mod:`controller.validation`)."""
+    return field(metadata={"lo": lo, "hi": hi}, **kw)
+
+
+def _parsed_by(check: Checker, **kw: Any) -> Any:
+    """A field whose JSON form is not its type (a card token, a list of lots): ``check``
+    turns the one into the other, or raises :class:`~controller.validation.Invalid`."""
+    return field(metadata={"check": check}, **kw)
+
+
+LotKind = Literal["paper", "plastic"]
+ActionName = Literal["stand", "double", "split", "surrender", "accept", "decline"]
+ACTIONS: tuple[str, ...] = choices(ActionName)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +72,79 @@ class DeckLot:
     """A lot of decks in use at the table (000 §1, 001 BP §1): its id, material and first use."""
 
     id: str
-    kind: str  # "paper" | "plastic"
+    kind: LotKind
     first_use: dt.date
 
     def to_record(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "first_use": self.first_use.isoformat()}
+
+
+# ------------------------------------------------------- fields whose JSON form is not their type
+
+
+def _card(where: str, value: Any) -> Card:
+    try:
+        return parse_card(value)
+    except CardError as e:
+        raise Invalid(where, str(e)) from None
+
+
+def _name(where: str, value: Any) -> str:
+    """A table or a dealer: its name, or a number standing for it."""
+    if type(value) is int:
+        return str(value)
+    if isinstance(value, str) and value:
+        return value
+    raise Invalid(where, "missing" if value is None else f"bad {where} {show(value)}")
+
+
+def _as_text(where: str, value: Any) -> str:
+    """A sabot: any JSON value, kept as text (it is only ever compared)."""
+    return str(value)
+
+
+def _action(where: str, value: Any) -> str:
+    try:
+        return check_choice(where, value, ActionName)
+    except Invalid as e:
+        if isinstance(value, str) and value.strip():
+            raise Invalid(where, f"unknown action: {e.why}") from None
+        raise
+
+
+def _boxes(where: str, boxes: Any) -> tuple[int, ...]:
+    if not isinstance(boxes, list) or len(boxes) > MAX_SEATS or not all(
+        type(b) is int and 1 <= b <= MAX_SEATS for b in boxes
+    ):
+        raise Invalid(where, f"expected a list of box numbers 1–{MAX_SEATS}, "
+                             f"got {str(boxes)[:60]}")
+    return tuple(boxes)
+
+
+def _lots(where: str, raw: Any) -> tuple[DeckLot, ...]:
+    if not isinstance(raw, list):
+        raise Invalid(where, "expected a list of {id, kind, first_use}")
+    lots = []
+    for i, item in enumerate(raw):
+        at = f"{where}[{i}]"
+        if not isinstance(item, dict):
+            raise Invalid(at, "expected an object {id, kind, first_use}")
+        unknown = set(item) - {"id", "kind", "first_use"}
+        if unknown:
+            raise Invalid(f"{at}.{sorted(unknown)[0]}", "unknown key")
+        lot_id = item.get("id")
+        if not isinstance(lot_id, str | int) or isinstance(lot_id, bool) or lot_id == "":
+            raise Invalid(f"{at}.id", f"expected a lot id, got {show(lot_id)}")
+        kind = check_choice(f"{at}.kind", item.get("kind"), LotKind)
+        first = item.get("first_use")
+        try:
+            first_use = dt.date.fromisoformat(first) if isinstance(first, str) else None
+        except ValueError:
+            first_use = None
+        if first_use is None:
+            raise Invalid(f"{at}.first_use", f"expected a date YYYY-MM-DD, got {show(first)}")
+        lots.append(DeckLot(str(lot_id), kind, first_use))
+    return tuple(lots)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +181,10 @@ def _to_json(value: Any) -> Any:
 @dataclass(frozen=True, slots=True)
 class TableOpen(Event):
     type: ClassVar[str] = "table_open"
-    table: str
-    decks: int
-    sabot: str | None = None
-    deck_lots: tuple[DeckLot, ...] | None = None
+    table: str = _parsed_by(_name)
+    decks: int = _within(1, MAX_DECKS)
+    sabot: str | None = _parsed_by(_as_text, default=None)
+    deck_lots: tuple[DeckLot, ...] | None = _parsed_by(_lots, default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +232,8 @@ class ShoeLoaded(Event):
 @dataclass(frozen=True, slots=True)
 class BetsClosed(Event):
     type: ClassVar[str] = "bets_closed"
-    boxes: tuple[int, ...] | None = None
-    players: int | None = None
+    boxes: tuple[int, ...] | None = _parsed_by(_boxes, default=None)
+    players: int | None = _within(1, MAX_SEATS, default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +241,7 @@ class CardDrawn(Event):
     """A card left the shoe / shuffler and was read (``type`` ``card``)."""
 
     type: ClassVar[str] = "card"
-    card: Card
+    card: Card = _parsed_by(_card)
     exposed: bool = False
     unrequested: bool = False  # came out though no one asked (000 §7: offered to the next players)
     to: str | None = None  # where the card went, when the table knows (e.g. stud "P3", "dealer")
@@ -166,13 +266,10 @@ class CutCardSeen(Event):
     type: ClassVar[str] = "cut_card"
 
 
-ACTIONS = ("stand", "double", "split", "surrender", "accept", "decline")
-
-
 @dataclass(frozen=True, slots=True)
 class Action(Event):
     type: ClassVar[str] = "action"
-    action: str
+    action: ActionName = _parsed_by(_action)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +292,7 @@ class DiscardsReturned(Event):
 @dataclass(frozen=True, slots=True)
 class DealerChange(Event):
     type: ClassVar[str] = "dealer_change"
-    dealer: str
+    dealer: str = _parsed_by(_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +303,7 @@ class PlayersLeft(Event):
 @dataclass(frozen=True, slots=True)
 class CardReplaced(Event):
     type: ClassVar[str] = "card_replaced"
-    card: Card
+    card: Card = _parsed_by(_card)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +381,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 
-# --------------------------------------------------------------------------- parsing helpers
+# --------------------------------------------------------------------------- parsing
 
 
 def parse_time(text: str) -> dt.datetime:
@@ -304,109 +401,14 @@ def parse_time(text: str) -> dt.datetime:
         raise EventError("t", f"not an ISO-8601 time: {text[:60]!r}") from e
 
 
-def _show(value: Any) -> str:
-    """A value for an error message: its repr, cut short (a refused value may be huge)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _req(obj: Mapping[str, Any], key: str) -> Any:
-    if key not in obj:
-        raise EventError(key, "missing")
-    return obj[key]
-
-
-MAX_DECKS = 24  # no game uses more than 8; a bigger number is a typo, not a pack
-MAX_INT = 2**53 - 1
-"""The largest integer any field accepts: every JSON reader agrees on integers up to here,
-and no count, offset or box number comes near it."""
-MAX_SEATS = 64
-"""Most boxes or players a table can have (the largest layout seats 7–9); a bigger number
-is a typo, and would make the engine lay out that many hands."""
-MAX_CHECK_CARDS = 1_040
-"""Most cards one deck check may list (20 packs; the drivers hold a check to the same)."""
-MAX_TEXT = 1_000
-"""Longest text any field accepts (names, details, ports, tokens)."""
-MAX_DEPTH = 8
-"""Deepest nesting of an event (a deck lot inside a list inside the event is 3)."""
-
-
-def _int(obj: Mapping[str, Any], key: str, *, required: bool = True, minimum: int = 0,
-         maximum: int = MAX_INT) -> Any:
-    if not required and obj.get(key) is None:
-        return None
-    value = _req(obj, key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise EventError(key, f"expected an integer, got {_show(value)}")
-    if value < minimum:
-        raise EventError(key, f"must be >= {minimum}, got {str(value)[:30]}")
-    if value > maximum:
-        raise EventError(key, f"must be <= {maximum}, got {str(value)[:30]}")
-    return value
-
-
-def _str(obj: Mapping[str, Any], key: str, *, required: bool = True) -> Any:
-    if not required and obj.get(key) is None:
-        return None
-    value = _req(obj, key)
-    if not isinstance(value, str) or not value.strip():
-        raise EventError(key, f"expected a non-empty string, got {_show(value)}")
-    return value
-
-
-def _card(obj: Mapping[str, Any], key: str) -> Card:
-    try:
-        return parse_card(_req(obj, key))
-    except CardError as e:
-        raise EventError(key, str(e)) from e
-
-
-def _lots(obj: Mapping[str, Any], key: str) -> tuple[DeckLot, ...] | None:
-    raw = obj.get(key)
-    if raw is None:
-        return None
-    if not isinstance(raw, list):
-        raise EventError(key, "expected a list of {id, kind, first_use}")
-    lots = []
-    for i, item in enumerate(raw):
-        where = f"{key}[{i}]"
-        if not isinstance(item, dict):
-            raise EventError(where, "expected an object {id, kind, first_use}")
-        unknown = set(item) - {"id", "kind", "first_use"}
-        if unknown:
-            raise EventError(f"{where}.{sorted(unknown)[0]}", "unknown key")
-        lot_id = item.get("id")
-        if not isinstance(lot_id, str | int) or isinstance(lot_id, bool) or lot_id == "":
-            raise EventError(f"{where}.id", f"expected a lot id, got {_show(lot_id)}")
-        kind = item.get("kind")
-        if kind not in ("paper", "plastic"):
-            raise EventError(f"{where}.kind",
-                             f"expected 'paper' or 'plastic', got {_show(kind)}")
-        first = item.get("first_use")
-        try:
-            first_use = dt.date.fromisoformat(first) if isinstance(first, str) else None
-        except ValueError:
-            first_use = None
-        if first_use is None:
-            raise EventError(f"{where}.first_use",
-                             f"expected a date YYYY-MM-DD, got {_show(first)}")
-        lots.append(DeckLot(str(lot_id), kind, first_use))
-    return tuple(lots)
-
-
-def _bool(obj: Mapping[str, Any], key: str) -> bool:
-    value = obj.get(key, False)
-    if not isinstance(value, bool):
-        raise EventError(key, f"expected true or false, got {_show(value)}")
-    return value
-
-
 def _check_values(obj: Mapping[str, Any]) -> None:
     """Every string valid Unicode text of sane length, every nesting shallow, every value a
     JSON value: what no later step — the engine, the audit writer, a report —
     could fail on. Walks without recursion, so no input can exhaust the stack."""
-    for value in obj.values():  # the usual event: flat, short ASCII text and numbers
+    for key, value in obj.items():  # the usual event: flat, short ASCII text and numbers
         kind = type(value)
+        if type(key) is not str:
+            break
         if kind is str:
             if len(value) > MAX_TEXT or not value.isascii():
                 break
@@ -414,6 +416,9 @@ def _check_values(obj: Mapping[str, Any]) -> None:
             break
     else:
         return
+    for key in obj:
+        if not isinstance(key, str):
+            raise EventError("", "keys must be text")
     stack: list[tuple[str, Any, int]] = [(k, v, 1) for k, v in obj.items()]
     while stack:
         where, value, depth = stack.pop()
@@ -441,6 +446,70 @@ def _check_values(obj: Mapping[str, Any]) -> None:
             raise EventError(where, f"not a JSON value: {type(value).__name__}")
 
 
+Parser = Callable[[Mapping[str, Any], "str | None"], Event]
+_ABSENT = object()
+
+
+def _fields_parser(cls: type[Event]) -> Parser:
+    """The parser of one event type, read off its fields once: each field's check comes
+    from its declared type (and range) through :func:`controller.validation.checker`, or
+    from its ``_parsed_by`` metadata; a field without a default is required, a field whose
+    default is ``None`` may also be ``null``. Fields are checked in declared order, so the
+    first bad one is the one named."""
+    hints = get_type_hints(cls)
+    specs: list[tuple[str, Checker, bool, bool, Any]] = []
+    for f in fields(cls):
+        if f.name == "t":  # checked before any field: every event carries it
+            continue
+        check = f.metadata.get("check") or checker(hints[f.name], f.metadata.get("lo", 0),
+                                                   f.metadata.get("hi"))
+        assert f.default_factory is dataclasses.MISSING, f"{cls.__name__}.{f.name}"
+        specs.append((f.name, check, f.default is dataclasses.MISSING, f.default is None,
+                      f.default))
+    table = tuple(specs)
+    if not table:
+        return lambda obj, t: cls(t=t)
+
+    def parse(obj: Mapping[str, Any], t: str | None) -> Event:
+        values: list[Any] = []  # positional, in declared order: the quickest construction
+        for name, check, required, nullable, default in table:
+            value = obj.get(name, _ABSENT)
+            if value is _ABSENT or (value is None and nullable):
+                if required:
+                    raise EventError(name, "missing")
+                values.append(default)
+            else:
+                values.append(check(name, value))
+        return cls(*values, t=t)
+
+    return parse
+
+
+def _deck_check(obj: Mapping[str, Any], t: str | None) -> Event:
+    """A deck check keeps what is not a card apart (``foreign``): the engine names it."""
+    if "cards" not in obj:
+        raise EventError("cards", "missing")
+    raw = obj["cards"]
+    if not isinstance(raw, list):
+        raise EventError("cards", "expected a list of card strings")
+    cards: list[Card] = []
+    foreign: list[str] = []
+    for token in raw:
+        try:
+            cards.append(parse_card(token))
+        except CardError:
+            foreign.append(token if isinstance(token, str) else show(token))
+    lots = obj.get("deck_lots")
+    return DeckCheck(cards=tuple(sorted(cards)), foreign=tuple(sorted(foreign)),
+                     deck_lots=None if lots is None else _lots("deck_lots", lots), t=t)
+
+
+_PARSERS: dict[str, Parser] = {
+    kind: _deck_check if cls is DeckCheck else _fields_parser(cls)
+    for kind, cls in EVENT_TYPES.items()
+}
+
+
 def parse_event(obj: object) -> Event:
     """Build a typed event from one decoded JSON value, or raise :class:`EventError` — and
     nothing else, whatever the value: this is where every input becomes an event (a stream
@@ -453,121 +522,18 @@ def parse_event(obj: object) -> Event:
         raise EventError("type", "missing")
     if not isinstance(kind, str):
         raise EventError("type", f"expected an event type name, got {type(kind).__name__}")
-    if kind not in EVENT_TYPES:
+    parse = _PARSERS.get(kind)
+    if parse is None:
         raise EventError("type", f"unknown event type {kind[:40]!r}")
-    for key in obj:
-        if not isinstance(key, str):
-            raise EventError("", "keys must be text")
     _check_values(obj)
     t = obj.get("t")
     if t is not None:
         if not isinstance(t, str):
-            raise EventError("t", f"expected an ISO-8601 string, got {_show(t)}")
+            raise EventError("t", f"expected an ISO-8601 string, got {show(t)}")
         parse_time(t)
-    common = {"t": t}
-
-    match kind:
-        case "table_open":
-            table = obj.get("table")
-            if isinstance(table, int) and not isinstance(table, bool):
-                table = str(table)
-            if not isinstance(table, str) or not table:
-                raise EventError("table", "missing" if table is None
-                                 else f"bad table {_show(table)}")
-            return TableOpen(
-                table=table,
-                decks=_int(obj, "decks", minimum=1, maximum=MAX_DECKS),
-                sabot=None if obj.get("sabot") is None else str(obj["sabot"]),
-                deck_lots=_lots(obj, "deck_lots"),
-                **common,
-            )
-        case "deck_check":
-            raw = _req(obj, "cards")
-            if not isinstance(raw, list):
-                raise EventError("cards", "expected a list of card strings")
-            cards: list[Card] = []
-            foreign: list[str] = []
-            for token in raw:
-                try:
-                    cards.append(parse_card(token))
-                except CardError:
-                    foreign.append(token if isinstance(token, str) else _show(token))
-            return DeckCheck(
-                cards=tuple(sorted(cards)), foreign=tuple(sorted(foreign)),
-                deck_lots=_lots(obj, "deck_lots"), **common,
-            )
-        case "shuffle":
-            return Shuffle(**common)
-        case "cut":
-            return Cut(offset=_int(obj, "offset"), **common)
-        case "cut_card_placed":
-            return CutCardPlaced(behind=_int(obj, "behind", required=False), **common)
-        case "shoe_loaded":
-            return ShoeLoaded(**common)
-        case "bets_closed":
-            boxes = obj.get("boxes")
-            if boxes is not None:
-                if not isinstance(boxes, list) or len(boxes) > MAX_SEATS or not all(
-                    isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= MAX_SEATS
-                    for b in boxes
-                ):
-                    raise EventError("boxes", f"expected a list of box numbers 1–{MAX_SEATS}, "
-                                              f"got {str(boxes)[:60]}")
-                boxes = tuple(boxes)
-            return BetsClosed(
-                boxes=boxes, players=_int(obj, "players", required=False, minimum=1,
-                                          maximum=MAX_SEATS), **common
-            )
-        case "card":
-            return CardDrawn(card=_card(obj, "card"), exposed=_bool(obj, "exposed"),
-                             unrequested=_bool(obj, "unrequested"),
-                             to=_str(obj, "to", required=False), **common)
-        case "cut_card":
-            return CutCardSeen(**common)
-        case "action":
-            action = _str(obj, "action")
-            if action not in ACTIONS:
-                raise EventError("action",
-                                 f"unknown action {_show(action)} ({', '.join(ACTIONS)})")
-            return Action(action=action, **common)
-        case "stub_count":
-            return StubCount(count=_int(obj, "count"), **common)
-        case "round_end":
-            return RoundEnd(**common)
-        case "discards_returned":
-            return DiscardsReturned(count=_int(obj, "count"), **common)
-        case "dealer_change":
-            dealer = obj.get("dealer")
-            if isinstance(dealer, int) and not isinstance(dealer, bool):
-                dealer = str(dealer)
-            if not isinstance(dealer, str) or not dealer:
-                raise EventError("dealer", "missing" if dealer is None else f"bad {_show(dealer)}")
-            return DealerChange(dealer=dealer, **common)
-        case "players_left":
-            return PlayersLeft(**common)
-        case "card_replaced":
-            return CardReplaced(card=_card(obj, "card"), **common)
-        case "device_fault" | "device_ok":
-            cls = DeviceFault if kind == "device_fault" else DeviceOk
-            return cls(
-                device=_str(obj, "device"), code=_str(obj, "code"),
-                detail=_str(obj, "detail", required=False), **common,
-            )
-        case "table_close":
-            return TableClose(**common)
-        case "device_connected":
-            return DeviceConnected(
-                device=_str(obj, "device"),
-                **{k: _str(obj, k, required=False) for k in (
-                    "driver", "port", "kind", "model", "serial", "firmware", "firmware_hash")},
-                **common,
-            )
-        case "device_diagnostic":
-            return DeviceReport(
-                device=_str(obj, "device"), code=_str(obj, "code"),
-                kind=_str(obj, "kind", required=False),
-                count=_int(obj, "count", required=False),
-                total=_int(obj, "total", required=False),
-                detail=_str(obj, "detail", required=False), **common,
-            )
-    raise EventError("type", f"unknown event type {_show(kind)}")  # pragma: no cover
+    try:
+        return parse(obj, t)
+    except EventError:
+        raise
+    except Invalid as e:
+        raise EventError(e.field, e.why) from None

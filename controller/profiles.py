@@ -5,21 +5,39 @@ A profile is a TOML file in ``config/profiles/``. Every section carries
 ``interpretation`` (why an ambiguous seed was read this way). Every other key is
 required; unknown keys, missing keys and out-of-range values are rejected with
 ``file: key: what is wrong``. The schema below *is* the validation: each field's
-metadata gives its allowed values, so docs/profiles.md, the loader and the
+type gives its allowed words (a ``Literal``) and its metadata the range of a number,
+both checked by :mod:`controller.validation`, so docs/profiles.md, the loader and the
 engine cannot drift apart.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 from controller.configfile import ConfigFileError, check_stem, find_named, names_in, read_toml
+from controller.validation import Invalid, allowed_text, checker, choices
 
-GAMES = ("blackjack", "baccarat", "chemin-de-fer", "baccarat-two-tableaux", "stud-poker")
-CARD_SOURCES = ("shoe", "shuffler", "hand")
+Game = Literal["blackjack", "baccarat", "chemin-de-fer", "baccarat-two-tableaux", "stud-poker"]
+CardSource = Literal["shoe", "shuffler", "hand"]
+DayCount = Literal["elapsed", "calendar"]
+CutCardMode = Literal["none", "exact", "approximate"]
+CutCardFirst = Literal["round-is-last", "no-round"]
+BurnMode = Literal["none", "five", "by-value"]
+ExposedHandling = Literal["burn", "use"]
+ExposedFirst = Literal["continue", "dummy-round"]
+Tableau = Literal["punto-banco", "chemin-de-fer", "none"]
+Peek = Literal["none", "ace"]
+SplitSecondCards = Literal["sequential", "both-first"]
+Double = Literal["none", "total-11-or-less", "any-two"]
+Surrender = Literal["none", "before-third-card-not-vs-ace"]
+DealerQualifies = Literal["ace-king"]
+
+GAMES: tuple[str, ...] = choices(Game)
+CARD_SOURCES: tuple[str, ...] = choices(CardSource)
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "config" / "profiles"
 
@@ -28,8 +46,9 @@ class ProfileError(ConfigFileError):
     """A profile that cannot be loaded: ``file: key: what is wrong``."""
 
 
-def _opt(*choices: str, doc: str) -> Any:
-    return field(metadata={"choices": choices, "doc": doc})
+def _opt(doc: str) -> Any:
+    """A word: the field's ``Literal`` type lists the allowed ones."""
+    return field(metadata={"doc": doc})
 
 
 def _num(lo: int, hi: int, doc: str) -> Any:
@@ -66,8 +85,7 @@ class Inspection(Section):
 @dataclass(frozen=True)
 class DeckLifecycle(Section):
     plastic_max_days: int = _num(1, 365, "plastic decks: usable this many days from first use")
-    plastic_day_count: str = _opt(
-        "elapsed", "calendar",
+    plastic_day_count: DayCount = _opt(
         doc="elapsed: expired when open date − first use > max days; "
         "calendar: the day of first use counts as day 1",
     )
@@ -88,11 +106,10 @@ class CutRule(Section):
 
 @dataclass(frozen=True)
 class CutCardRule(Section):
-    mode: str = _opt("none", "exact", "approximate", doc="no cut card, or its window kind")
+    mode: CutCardMode = _opt(doc="no cut card, or its window kind")
     behind: int = _num(0, 416, "cards behind the cut card (0 when mode is none)")
     tolerance: int = _num(0, 416, "± cards accepted around `behind` (0 when exact)")
-    first_card_of_round: str = _opt(
-        "round-is-last", "no-round",
+    first_card_of_round: CutCardFirst = _opt(
         doc="cut card showing as the first card of a round: that round is played and is the "
         "last (001 BP §16), or no further round is dealt (001 §2 reading)",
     )
@@ -105,16 +122,15 @@ class CutCardRule(Section):
 
 @dataclass(frozen=True)
 class BurnRule(Section):
-    mode: str = _opt("none", "five", "by-value", doc="cards burned after every load")
+    mode: BurnMode = _opt(doc="cards burned after every load")
     ten_value: int = _num(1, 10, "by-value burn: how many cards a 10/J/Q/K stands for")
     on_dealer_change: int = _num(0, 10, "cards burned before the next round on a dealer change")
 
 
 @dataclass(frozen=True)
 class ExposedCardRule(Section):
-    handling: str = _opt("burn", "use", doc="an exposed card is burned, or used in the hand")
-    first_card_of_round: str = _opt(
-        "continue", "dummy-round",
+    handling: ExposedHandling = _opt(doc="an exposed card is burned, or used in the hand")
+    first_card_of_round: ExposedFirst = _opt(
         doc="first card of a round exposed: play on, or finish it as a dummy round",
     )
 
@@ -138,8 +154,7 @@ class DealingRule(Section):
 class BaccaratRule(Section):
     """Baccarat family: the drawing tableau the referee enforces, and shoe passing."""
 
-    tableau: str = _opt(
-        "punto-banco", "chemin-de-fer", "none",
+    tableau: Tableau = _opt(
         doc="drawing rules checked at round_end (none: draws are not checked)")
     shoe_passing: bool = _flag("track who holds the shoe (001 BP §15; not Mini/Midi, "
                                "not with a shuffler)")
@@ -150,27 +165,24 @@ class BlackjackRule(Section):
     """Blackjack family: the deal, the dealer's rule, and what players may do."""
 
     dealer_hole_card: bool = _flag("the dealer takes a second (hole) card in the initial deal")
-    peek: str = _opt("none", "ace", doc="with a hole card: the dealer peeks when the up card "
+    peek: Peek = _opt(doc="with a hole card: the dealer peeks when the up card "
                      "is an ace")
     dealer_stands_soft_17: bool = _flag("the dealer stands on every 17, soft 17 included")
     max_splits: int = _num(0, 3, "split actions allowed per box (1 = two hands)")
     split_aces_max: int = _num(0, 3, "split actions allowed on aces (each ace gets one card)")
-    split_second_cards: str = _opt(
-        "sequential", "both-first",
+    split_second_cards: SplitSecondCards = _opt(
         doc="after a split: play out the first hand before the second gets its card, or deal "
         "both second cards first")
-    double: str = _opt("none", "total-11-or-less", "any-two",
-                       doc="which two-card hands may double (one card only)")
+    double: Double = _opt(doc="which two-card hands may double (one card only)")
     double_after_split: bool = _flag("a split hand may double")
-    surrender: str = _opt("none", "before-third-card-not-vs-ace",
-                          doc="late surrender rule, if any")
+    surrender: Surrender = _opt(doc="late surrender rule, if any")
 
 
 @dataclass(frozen=True)
 class StudRule(Section):
     """Casino stud poker: the count check and the dealer's qualification."""
 
-    dealer_qualifies: str = _opt("ace-king", doc="weakest dealer hand that qualifies")
+    dealer_qualifies: DealerQualifies = _opt(doc="weakest dealer hand that qualifies")
     raise_multiple: int = _num(1, 10, "the raise is this many times the ante")
 
 
@@ -188,8 +200,8 @@ class Profile:
     name: str
     title: str
     source: str
-    game: str
-    card_source: str
+    game: Game
+    card_source: CardSource
     decks: Decks
     inspection: Inspection
     deck_lifecycle: DeckLifecycle
@@ -230,27 +242,11 @@ class Profile:
         return out
 
 
-_TOP_CHOICES = {"game": GAMES, "card_source": CARD_SOURCES}
-
-
-def _check_value(file: str, key: str, value: Any, typ: Any, meta: dict[str, Any]) -> Any:
-    if typ is bool:
-        if not isinstance(value, bool):
-            raise ProfileError(file, key, f"expected true or false, got {value!r}")
-        return value
-    if typ is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ProfileError(file, key, f"expected an integer, got {value!r}")
-        lo, hi = meta.get("min"), meta.get("max")
-        if lo is not None and hi is not None and not lo <= value <= hi:
-            raise ProfileError(file, key, f"{value} is out of range {lo}..{hi}")
-        return value
-    if not isinstance(value, str) or not value.strip():
-        raise ProfileError(file, key, f"expected a non-empty string, got {value!r}")
-    choices = meta.get("choices")
-    if choices and value not in choices:
-        raise ProfileError(file, key, f"{value!r} is not one of {', '.join(choices)}")
-    return value
+def _check_value(file: str, key: str, value: Any, typ: Any, meta: Mapping[str, Any]) -> Any:
+    try:
+        return checker(typ, meta.get("min"), meta.get("max"))(key, value)
+    except Invalid as e:
+        raise ProfileError(file, key, e.why) from None
 
 
 def _build_section(file: str, name: str, cls: type[Section], raw: Any) -> Section:
@@ -268,9 +264,7 @@ def _build_section(file: str, name: str, cls: type[Section], raw: Any) -> Sectio
             if f.metadata.get("optional"):
                 continue
             raise ProfileError(file, key, "missing")
-        typ = hints[fname]
-        typ = str if typ == (str | None) else typ
-        values[fname] = _check_value(file, key, raw[fname], typ, dict(f.metadata))
+        values[fname] = _check_value(file, key, raw[fname], hints[fname], f.metadata)
     return cls(**values)
 
 
@@ -301,8 +295,7 @@ def profile_from_dict(raw: dict[str, Any], file: str = "<profile>") -> Profile:
         if isinstance(typ, type) and issubclass(typ, Section):
             values[fname] = _build_section(file, fname, typ, raw[fname])
         else:
-            meta = {"choices": _TOP_CHOICES[fname]} if fname in _TOP_CHOICES else {}
-            values[fname] = _check_value(file, fname, raw[fname], str, meta)
+            values[fname] = _check_value(file, fname, raw[fname], typ, {})
     profile = Profile(**values, path=file)
     _cross_check(profile, file)
     return profile
@@ -375,13 +368,8 @@ def schema_rows() -> list[tuple[str, str, str]]:
         sub_hints = get_type_hints(typ)
         for sf in dataclasses.fields(typ):
             meta = sf.metadata
-            if "choices" in meta:
-                allowed = " | ".join(meta["choices"])
-            elif "min" in meta:
-                allowed = f"{meta['min']}..{meta['max']}"
-            elif sub_hints[sf.name] is bool:
-                allowed = "true | false"
-            else:
-                allowed = "string" + (" (optional)" if meta.get("optional") else "")
+            allowed = allowed_text(sub_hints[sf.name], meta.get("min"), meta.get("max"))
+            if meta.get("optional"):
+                allowed += " (optional)"
             rows.append((f"{f.name}.{sf.name}", allowed, meta.get("doc", "")))
     return rows

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from controller.events import DiscardsReturned, Shuffle
+from controller.validation import show
 from drivers.diagnostics import UNREADABLE_CARD, Output
 from drivers.link import Message
 from drivers.payload import MAX_CHECK_CARDS, PayloadError, body_int, body_str, deck_check
@@ -54,7 +55,8 @@ class ShufflerDriver(SwpDriver):
             case Kind.DECK_CHECK:
                 cards = body.get("cards")
                 if not isinstance(cards, list):
-                    raise PayloadError(f"'cards' should be a list of card strings, got {cards!r}")
+                    raise PayloadError("cards",
+                                       f"expected a list of card strings, got {show(cards)}")
                 if "part" in body or "parts" in body:
                     return self._deck_check_part(body, cards, t)
                 out = self._abandon_parts("a whole DECK_CHECK came")
@@ -101,9 +103,10 @@ class ShufflerDriver(SwpDriver):
         parts = body_int(body, "parts")
         assert part is not None and parts is not None
         if not 1 <= part <= parts:
-            raise PayloadError(f"part {part} of {parts} is out of range")
+            raise PayloadError("part", f"part {part} of {parts} is out of range")
         if parts > MAX_CHECK_PARTS:
-            raise PayloadError(f"a DECK_CHECK in {parts} parts (at most {MAX_CHECK_PARTS})")
+            raise PayloadError("parts", f"a DECK_CHECK in {parts} parts (at most "
+                               f"{MAX_CHECK_PARTS})")
         out: list[Output] = []
         if part == 1:
             out += self._abandon_parts("a new DECK_CHECK began")

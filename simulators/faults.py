@@ -30,15 +30,19 @@ import random
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
 
 from controller.cards import pack
 from controller.profiles import Profile
+from controller.validation import Invalid, allowed_text, check_choice, checker, choices
 from drivers.framing import HEADER, MAX_PAYLOAD, START, VERSION
 from simulators.dealer import Step
 
-DEVICES = ("shoe", "scanner", "shuffler")
-TRIGGERS = ("card", "time", "shuffle")
+Device = Literal["shoe", "scanner", "shuffler"]
+Trigger = Literal["card", "time", "shuffle"]
+DEVICES: tuple[str, ...] = choices(Device)
+TRIGGERS: tuple[str, ...] = choices(Trigger)
 
 
 class FaultError(ValueError):
@@ -51,57 +55,47 @@ class FaultError(ValueError):
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of a fault or mistake kind: its type, range and default."""
+    """One parameter of a fault or mistake kind: its type (bool, int, float, str, or a
+    ``Literal`` of words), range and default, checked by :mod:`controller.validation`."""
 
-    type: type
+    type: Any
     default: Any
     lo: float | None = None
     hi: float | None = None
     doc: str = ""
 
     def check(self, key: str, value: Any) -> Any:
-        if self.type is bool:
-            if not isinstance(value, bool):
-                raise FaultError(key, f"expected true or false, got {value!r}")
-            return value
-        if self.type in (int, float):
-            ok = isinstance(value, int | float) if self.type is float else isinstance(value, int)
-            if isinstance(value, bool) or not ok:
-                kind = "an integer" if self.type is int else "a number"
-                raise FaultError(key, f"expected {kind}, got {value!r}")
-            if self.lo is not None and self.hi is not None and not self.lo <= value <= self.hi:
-                raise FaultError(key, f"{value} is out of range {_num(self.lo)}..{_num(self.hi)}")
-            return self.type(value)
-        if not isinstance(value, str) or not value.strip():
-            raise FaultError(key, f"expected a non-empty string, got {value!r}")
-        return value
+        try:
+            return checker(self.type, self.lo, self.hi)(key, value)
+        except Invalid as e:
+            raise FaultError(key, e.why) from None
 
     def allowed(self) -> str:
-        if self.type is str:
-            return "string"
-        if self.type is bool:
-            return "true | false"
-        return f"{_num(self.lo)}..{_num(self.hi)}" if self.lo is not None else self.type.__name__
-
-
-def _num(x: float | None) -> str:
-    return f"{x:g}"
+        return allowed_text(self.type, self.lo, self.hi)
 
 
 # --------------------------------------------------------------------------- fault kinds
 
-WIRE, PAUSE, CONTENT = "wire", "pause", "content"
+class Layer(StrEnum):
+    """Where a fault acts: on a frame's bytes, before a frame, or on what is reported."""
+
+    WIRE = "wire"
+    PAUSE = "pause"
+    CONTENT = "content"
+
+
+WIRE, PAUSE, CONTENT = Layer.WIRE, Layer.PAUSE, Layer.CONTENT
 
 
 @dataclass(frozen=True)
 class FaultKind:
     name: str
-    layer: str  # wire | pause | content
+    layer: Layer
     devices: tuple[str, ...]
     doc: str
     params: Mapping[str, Param] = field(default_factory=dict)
-    # what a time-triggered content fault waits for: "card", "shuffle", "check"
-    point: str = "card"
+    # what a time-triggered content fault waits for
+    point: Literal["card", "shuffle", "check"] = "card"
 
 
 _SECONDS = Param(float, 2.0, 0.0, 3600.0, "how long it lasts, seconds")
@@ -174,7 +168,7 @@ class Fault:
         return FAULT_KINDS[self.kind]
 
     @property
-    def layer(self) -> str:
+    def layer(self) -> Layer:
         return self.spec.layer
 
     def __getitem__(self, name: str) -> Any:
@@ -200,7 +194,7 @@ def _kind_of(raw: Any, key: str, table: str, kinds: Mapping[str, Any]) -> str:
     kind = raw.get("kind")
     if kind is None:
         raise FaultError(f"{key}.kind", "missing")
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         raise FaultError(f"{key}.kind", f"{kind!r} is not one of {', '.join(kinds)}")
     return kind
 
@@ -215,8 +209,10 @@ def make_fault(raw: Mapping[str, Any], key: str = "fault") -> Fault:
     device = raw.get("device")
     if device is None:
         raise FaultError(f"{key}.device", "missing")
-    if device not in DEVICES:
-        raise FaultError(f"{key}.device", f"{device!r} is not one of {', '.join(DEVICES)}")
+    try:
+        device = check_choice(f"{key}.device", device, Device)
+    except Invalid as e:
+        raise FaultError(e.field, e.why) from None
     if device not in spec.devices:
         raise FaultError(f"{key}.device", f"a {device} cannot have a {kind} fault "
                          f"(devices: {', '.join(spec.devices)})")

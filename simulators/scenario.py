@@ -15,11 +15,12 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from controller.configfile import ConfigFileError, check_stem, find_named, names_in, read_toml
 from controller.deviations import CATALOG
 from controller.profiles import Profile, profile_names
+from controller.validation import Checker, Invalid, check_int, check_text
 from simulators.dealer import DayPlan, Step, table_day
 from simulators.faults import (
     DEVICES,
@@ -44,8 +45,9 @@ PLAN_PARAMS: dict[str, Param] = {
 }
 HOST_PARAMS: dict[str, Param] = {
     "pace": Param(float, 0.0, 0.0, 60.0, "seconds between two steps of the day"),
-    "shuffler": Param(str, "auto", doc="auto: a batch shuffler shuffles for shoe and hand "
-                      "games; none: the dealer shuffles by hand (a console event)"),
+    "shuffler": Param(Literal["auto", "none"], "auto",
+                      doc="auto: a batch shuffler shuffles for shoe and hand games; none: the "
+                      "dealer shuffles by hand (a console event)"),
 }
 DEVICE_PARAMS: dict[str, Param] = {
     "model": Param(str, None, doc="IDENTITY model"),
@@ -91,6 +93,13 @@ class Scenario:
             raise ScenarioError(self.path, e.key, e.why) from e
 
 
+def _check(file: str, key: str, value: Any, check: Checker) -> Any:
+    try:
+        return check(key, value)
+    except Invalid as e:
+        raise ScenarioError(file, key, e.why) from None
+
+
 def _table(file: str, key: str, raw: Any, params: Mapping[str, Param]) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ScenarioError(file, key, f"expected a table [{key}]")
@@ -116,9 +125,7 @@ def scenario_from_dict(raw: Mapping[str, Any], file: str = "<scenario>") -> Scen
     values: dict[str, Any] = {"path": file}
     for key in ("name", "title"):
         if key in raw:
-            if not isinstance(raw[key], str) or not raw[key].strip():
-                raise ScenarioError(file, key, f"expected a non-empty string, got {raw[key]!r}")
-            values[key] = raw[key]
+            values[key] = _check(file, key, raw[key], check_text)
     if "profile" in raw:
         known = profile_names()
         if raw["profile"] not in known:
@@ -126,10 +133,7 @@ def scenario_from_dict(raw: Mapping[str, Any], file: str = "<scenario>") -> Scen
                                 f"(known: {', '.join(known)})")
         values["profile"] = raw["profile"]
     if "seed" in raw:
-        seed = raw["seed"]
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ScenarioError(file, "seed", f"expected a non-negative integer, got {seed!r}")
-        values["seed"] = seed
+        values["seed"] = _check(file, "seed", raw["seed"], check_int)
     expect = raw["expect"]
     if not isinstance(expect, list):
         raise ScenarioError(file, "expect", f"expected a list of deviation codes, got {expect!r}")
@@ -141,11 +145,7 @@ def scenario_from_dict(raw: Mapping[str, Any], file: str = "<scenario>") -> Scen
     if "plan" in raw:
         values["plan"] = _table(file, "plan", raw["plan"], PLAN_PARAMS)
     if "host" in raw:
-        host = _table(file, "host", raw["host"], HOST_PARAMS)
-        if host.get("shuffler", "auto") not in ("auto", "none"):
-            raise ScenarioError(file, "host.shuffler",
-                                f"{host['shuffler']!r} is not one of auto, none")
-        values["host"] = host
+        values["host"] = _table(file, "host", raw["host"], HOST_PARAMS)
     if "devices" in raw:
         devs = raw["devices"]
         if not isinstance(devs, dict):

@@ -20,13 +20,15 @@ MAY_IMPORT = {
     # the engine, rules, audit and CLI: itself only (the composition root is apart, below)
     "controller": ("controller",),
     # bytes to typed device messages: the value types it produces (events, cards) and the
-    # text boundary every payload passes (jsontext)
-    "drivers": ("drivers", "controller.events", "controller.cards", "controller.jsontext"),
+    # text boundary every payload passes (jsontext), the field checks every payload passes
+    "drivers": ("drivers", "controller.events", "controller.cards", "controller.jsontext",
+                "controller.validation"),
     # the device side of the same protocols: the wire (protocol, framing), the card grammar,
     # the profiles a day is dealt by, the config reader and the deviation codes a scenario
-    # expects
+    # expects, the field checks a scenario's values pass
     "simulators": ("simulators", "drivers.protocol", "drivers.framing", "controller.cards",
-                   "controller.profiles", "controller.configfile", "controller.deviations"),
+                   "controller.profiles", "controller.configfile", "controller.deviations",
+                   "controller.validation"),
 }
 FIRST_PARTY = ("controller", "drivers", "simulators")
 # The composition root (docs/architecture.md): the only place in controller/ that may import
