@@ -90,7 +90,7 @@ class TableSession:
             self.start(getattr(event, "table", None))
         audit = self.audit
         engine = self.engine
-        if audit is not None:
+        if audit is not None:  # write-ahead: the input is in the log before its effects
             audit.input_event(event, line=line, context=engine.context())
         shoe_before = engine.shoe
         outputs = engine.handle(event)

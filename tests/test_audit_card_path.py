@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.audit import AuditLog, AuditLogError, verify_file
+from controller.audit import AuditLog, AuditLogError, ChainStart, verify_file
 from controller.audit.timestamps import SystemStamp, format_ts
 from controller.events import parse_event
 from controller.outputs import Note, Prompt, Transition
@@ -36,26 +36,33 @@ def canon(record: dict) -> bytes:
                       ensure_ascii=False).encode()
 
 
-def test_typed_records_are_the_bytes_of_the_dict_methods(tmp_path: Path) -> None:
-    """input_event/outputs write exactly what input/output write for the same values."""
+@pytest.mark.parametrize("key", [None, b"k" * 32])
+@pytest.mark.parametrize("chain", [None, {"continues": {"seq": 40, "hash": "a" * 64}}])
+def test_typed_records_are_the_bytes_of_the_dict_methods(tmp_path: Path, key: bytes | None,
+                                                         chain: dict | None) -> None:
+    """input_event/outputs write exactly what input/output write for the same values, in a
+    keyed log and in a file whose first record carries its chain too."""
     card = parse_event({"type": "card", "card": "7H", "t": "2026-11-21T10:00:00Z"})
     outs = [Note("round", "round 2", {"cards": 4}), Transition("round", "ready", "round_end"),
             Prompt("ready", "Bets open.")]
     typed, plain = tmp_path / "typed.jsonl", tmp_path / "plain.jsonl"
-    with AuditLog.open(typed, clock=clock) as log:
+    start = None if chain is None else ChainStart(40, "a" * 64)
+    with AuditLog.open(typed, clock=clock, key=key, chain=chain, start=start) as log:
         log.input_event(card, line=7, context=CTX)
         log.outputs(outs, context=CTX)
-    with AuditLog.open(plain, clock=clock) as log:
+        log.input_event(card, line=None, context={**CTX, "table": None, "state": 'a"b'})
+    with AuditLog.open(plain, clock=clock, key=key, chain=chain, start=start) as log:
         log.input(card.to_record(), line=7, context=CTX)
         for o in outs:
             log.output(o.to_record(), context=CTX)
+        log.input(card.to_record(), line=None, context={**CTX, "table": None, "state": 'a"b'})
     assert typed.read_bytes() == plain.read_bytes()
     for line in typed.read_bytes().splitlines():  # canonical, hash over the rest
         rec = json.loads(line)
         assert canon(rec) == line
         body = {k: v for k, v in rec.items() if k != "hash"}
         assert hashlib.sha256(canon(body)).hexdigest() == rec["hash"]
-    assert verify_file(typed).ok
+    assert verify_file(typed, key=key).ok
 
 
 def test_a_big_integer_goes_the_general_way(tmp_path: Path) -> None:
@@ -206,3 +213,19 @@ def test_a_stream_log_is_written_through(tmp_path: Path) -> None:
     log = AuditLog.to_stream(stream, clock=clock)
     log.outputs([Note("n", "x")], context=CTX)
     assert stream.getvalue().count("\n") == 1
+
+
+def test_a_seq_of_true_is_no_seq(tmp_path: Path) -> None:
+    """``true == 1`` in Python: the run check must still want an integer."""
+    path = tmp_path / "log.jsonl"
+    with AuditLog.open(path, durability="none") as log:
+        for n in range(200):
+            log.outputs([Note("n", f"note {n}")], context=CTX)
+    lines = path.read_bytes().splitlines(keepends=True)
+    out = [_rehashed(lines[0], lambda rec: rec.update(seq=True))]
+    for line in lines[1:]:  # the whole chain rewritten after it, so only the seq is wrong
+        prev = json.loads(out[-1])["hash"]
+        out.append(_rehashed(line, lambda rec, prev=prev: rec.update(prev=prev)))
+    path.write_bytes(b"".join(out))
+    result = verify_file(path)
+    assert not result.ok and result.first_bad_line == 1 and "seq" in result.reason

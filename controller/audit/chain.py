@@ -28,9 +28,10 @@ replay and benchmarks).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,11 @@ BATCH_BYTES = 1 << 16
 
 _SORTED = orjson.OPT_SORT_KEYS
 _sha256 = hashlib.sha256
+_dumps = orjson.dumps
+
+CardRecord = tuple[str, bytes, Mapping[str, Any], int | None]
+"""A card-path record for :meth:`HashChainWriter.append_card`: (kind, payload, context,
+line)."""
 
 
 def check_durability(durability: str) -> Durability:
@@ -118,7 +124,10 @@ class HashChainWriter:
     ) -> None:
         self._sink = sink
         self._durability = check_durability(durability)
+        self._sync_all = self._durability is Durability.EVERY
+        self._sync_kinds = FSYNC_KINDS if self._durability is Durability.INPUT else frozenset()
         self._clock: Clock = clock or utc_now
+        self._clocked = clock is not None  # an injected clock is read once a record
         self._stamp: Callable[[], str] = stamp_for(clock)
         self._seq = seq
         self._prev = prev
@@ -136,6 +145,7 @@ class HashChainWriter:
         self._batch: list[bytes] = []
         self._batch_bytes = 0
         self._batch_limit = batch_bytes
+        self._frames: dict[tuple[Any, Any, Any, Any], tuple[bytes, bytes]] = {}
         self._written = (seq, prev, mac)
 
     # NB: do not give this class __len__ or __bool__: structlog's lazy proxy
@@ -267,8 +277,7 @@ class HashChainWriter:
                 f"audit record fields {sorted(reserved)} are set by the writer, not the caller"
             )
         check_json_value(fields)
-        policy = self._durability
-        sync = policy is Durability.EVERY or (policy is Durability.INPUT and kind in FSYNC_KINDS)
+        sync = self._sync_all or kind in self._sync_kinds
         with self._lock:
             self._usable()
             record = dict(fields)
@@ -288,45 +297,122 @@ class HashChainWriter:
 
     info = msg
 
-    def append(self, before: Mapping[str, Any] | None, after: dict[str, Any],
-               kind: str) -> None:
-        """Seal and queue one record of typed parts: ``before`` holds its members whose keys
-        sort before ``"hash"`` (``event``), ``after`` the rest (``kind``, the context, the
-        payload's other members; ``seq``, ``ts`` and ``prev`` are added to it). The caller
-        vouches that the values are float-free plain JSON (they come from typed values).
+    def append(self, kind: str, records: Iterable[tuple[Mapping[str, Any] | None,
+                                                        dict[str, Any]]],
+               *, flush: bool = False) -> None:
+        """Seal and queue records of one ``kind`` from typed parts: each is ``(before,
+        after)``, ``before`` holding the members whose keys sort before ``"hash"``
+        (``event``), ``after`` the rest (``kind``, the context, the payload's other members;
+        ``seq``, ``ts`` and ``prev`` are added to it). The caller vouches that the values
+        are float-free plain JSON (they come from typed values).
 
-        A record the policy fsyncs is written and fsynced at once, with whatever waits
-        before it; any other waits for :meth:`flush` (or a full batch)."""
-        policy = self._durability
-        sync = policy is Durability.EVERY or (policy is Durability.INPUT and kind in FSYNC_KINDS)
+        Records the policy fsyncs are written and fsynced at once, with whatever waits
+        before them; any other waits for :meth:`flush`, ``flush=True`` or a full batch."""
+        sync = self._sync_all or kind in self._sync_kinds
         with self._lock:
-            self._usable()
-            seq = self._seq + 1
-            after["seq"] = seq
-            after["ts"] = self._stamp()
-            after["prev"] = self._prev
-            if self._pending_chain is not None:
-                before = {**(before or {}), "chain": self._pending_chain}
-            mac = None
-            try:
-                if self._key is not None:
-                    raise TypeError("keyed: three runs")  # the general seal below
-                c = orjson.dumps(after, option=_SORTED)
-                if before:
-                    a = orjson.dumps(before, option=_SORTED)[:-1]
-                    digest = _sha256(a + b"," + c[1:]).hexdigest()
-                    line = b"".join((a, b',"hash":"', digest.encode(), b'",', c[1:], b"\n"))
-                else:
-                    digest = _sha256(c).hexdigest()
-                    line = b"".join((b'{"hash":"', digest.encode(), b'",', c[1:], b"\n"))
-            except (orjson.JSONEncodeError, TypeError):  # keyed, or an int beyond 64 bits
-                line, digest, mac = seal_line({**(before or {}), **after}, self._key,
-                                              self._mac)
-            self._advance(seq, digest, mac)
-            self._batch.append(line)
-            self._batch_bytes += len(line)
-            if sync or self._batch_bytes >= self._batch_limit:
+            if self._closed or self._broken is not None:
+                self._usable()
+            batch = self._batch
+            seq, prev, size = self._seq, self._prev, self._batch_bytes
+            stamp = self._stamp
+            ts = None if self._clocked else stamp()  # the system clock: one reading a batch
+            for before, after in records:
+                seq += 1
+                after["seq"] = seq
+                after["ts"] = ts or stamp()
+                after["prev"] = prev
+                if self._pending_chain is not None:
+                    before = {**(before or {}), "chain": self._pending_chain}
+                    self._pending_chain = None
+                try:
+                    if self._key is not None:
+                        raise TypeError("keyed: the general seal")
+                    c = _dumps(after, option=_SORTED)
+                    if before:
+                        a = _dumps(before, option=_SORTED)[:-1]
+                        prev = _sha256(a + b"," + c[1:]).hexdigest()
+                        line = b"".join((a, b',"hash":"', prev.encode(), b'",', c[1:], b"\n"))
+                    else:
+                        prev = _sha256(c).hexdigest()
+                        line = b"".join((b'{"hash":"', prev.encode(), b'",', c[1:], b"\n"))
+                except (orjson.JSONEncodeError, TypeError):  # keyed, or an int beyond 64 bits
+                    line, prev, mac = seal_line({**(before or {}), **after}, self._key,
+                                                self._mac)
+                    if mac is not None:
+                        self._mac = mac
+                batch.append(line)
+                size += len(line)
+            self._seq, self._prev, self._batch_bytes = seq, prev, size
+            if sync or flush or size >= self._batch_limit:
                 self._write_batch(sync)
+
+    def append_card(self, records: Sequence[CardRecord], *, flush: bool = False) -> None:
+        """The card path's records: each ``(kind, payload, context, line)`` is an ``input``
+        (``payload`` the canonical encoding of its event, ``line`` its source line or None)
+        or an ``output`` (``payload`` the output's canonical encoding), with the engine's
+        ``context``.
+
+        Their shape is fixed, so each line is laid out here around its payload, with the
+        context's members encoded once per context (they change a few times a round): the
+        same bytes as :meth:`append` gives the same record (tests/test_audit_card_path.py)
+        at a fraction of its cost. A keyed log and a file's first record (``chain``) take
+        :meth:`append`. An ``input`` is fsynced at once under the ``input`` and ``every``
+        policies (with whatever waits before it)."""
+        if self._key is not None or self._pending_chain is not None:
+            for kind, payload, context, line in records:
+                self.append(kind, self._parts(kind, (json.loads(payload),), context, line),
+                            flush=flush)
+            return
+        frames = self._frames
+        sync = self._sync_all or any(r[0] in self._sync_kinds for r in records)
+        with self._lock:
+            if self._closed or self._broken is not None:
+                self._usable()
+            batch = self._batch
+            seq, prev, size = self._seq, self._prev, self._batch_bytes
+            stamp = self._stamp
+            ts = None if self._clocked else stamp().encode()
+            for kind, payload, context, line in records:
+                key = (context["round"], context["shoe"], context["state"], context["table"])
+                frame = frames.get(key) or self._frames_for(key)
+                seq += 1
+                tail = b"".join((b',"prev":"', prev.encode(), b'"', frame[0], b',"seq":%d' % seq,
+                                 frame[1], ts or stamp().encode(), b'"}'))
+                if kind == "input":
+                    mid = b',"kind":"input"' + (b"" if line is None else b',"line":%d' % line)
+                    prev = _sha256(b"".join((b'{"event":', payload, mid, tail))).hexdigest()
+                    text = b"".join((b'{"event":', payload, b',"hash":"', prev.encode(), b'"',
+                                     mid, tail, b"\n"))
+                else:
+                    prev = _sha256(b"".join((b'{"kind":"output","output":', payload, tail))
+                                   ).hexdigest()
+                    text = b"".join((b'{"hash":"', prev.encode(), b'","kind":"output","output":',
+                                     payload, tail, b"\n"))
+                batch.append(text)
+                size += len(text)
+            self._seq, self._prev, self._batch_bytes = seq, prev, size
+            if sync or flush or size >= self._batch_limit:
+                self._write_batch(sync)
+
+    def _frames_for(self, key: tuple[Any, Any, Any, Any]) -> tuple[bytes, bytes]:
+        round_, shoe, state, table = key
+        frames = (b',"round":' + _dumps(round_),
+                  b"".join((b',"shoe":', _dumps(shoe), b',"state":', _dumps(state),
+                            b',"table":', _dumps(table), b',"ts":"')))
+        if len(self._frames) >= 256:
+            self._frames.clear()
+        self._frames[key] = frames
+        return frames
+
+    @staticmethod
+    def _parts(kind: str, payloads: Sequence[Mapping[str, Any]], context: Mapping[str, Any],
+               line: int | None) -> list[tuple[Mapping[str, Any] | None, dict[str, Any]]]:
+        if kind == "input":
+            after = {"kind": "input", **context}
+            if line is not None:
+                after["line"] = line
+            return [({"event": p}, dict(after)) for p in payloads]
+        return [(None, {"kind": "output", **context, "output": p}) for p in payloads]
 
     def flush(self) -> None:
         """Write the records that wait (one ``os.write``); no fsync."""

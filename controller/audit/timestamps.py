@@ -38,13 +38,20 @@ class SystemStamp:
     def __init__(self) -> None:
         self._second = -1
         self._prefix = ""
+        self._milli = -1
+        self._text = ""
 
     def __call__(self) -> str:
-        second, milli = divmod(time.time_ns() // 1_000_000, 1000)
+        now = time.time_ns() // 1_000_000
+        if now == self._milli:  # records come several to a millisecond in bulk
+            return self._text
+        second, milli = divmod(now, 1000)
         if second != self._second:
             self._second = second
             self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._prefix}.{milli:03d}Z"
+        self._milli = now
+        self._text = f"{self._prefix}.{milli:03d}Z"
+        return self._text
 
 
 def stamp_for(clock: Clock | None) -> Callable[[], str]:

@@ -191,6 +191,7 @@ def verify_file(
     start: ChainStart | None = None,
     end: int | None = None,
     meter: Meter | None = None,
+    parallel: bool = True,
 ) -> VerifyResult:
     """Verify the log file at ``path`` (read as bytes, decoded line by line as UTF-8).
 
@@ -201,10 +202,10 @@ def verify_file(
 
     A file of more than :data:`PARALLEL_BYTES` is verified in pieces on every core
     (:func:`_verify_parallel`); a piece that fails sends the whole file back to one core,
-    so a damaged log is diagnosed exactly as before.
+    so a damaged log is diagnosed exactly as before; ``parallel=False`` keeps it on one.
     """
     size = os.path.getsize(path) if end is None else end
-    if start is None and size > PARALLEL_BYTES and (os.cpu_count() or 1) > 1:
+    if parallel and start is None and size > PARALLEL_BYTES and (os.cpu_count() or 1) > 1:
         result = _verify_parallel(os.fspath(path), key, want_hashes, size, meter)
         if result is not None:
             return result
@@ -557,7 +558,8 @@ class _State:
                 break
             digest = record.get("hash")
             mac = record.get("mac")
-            if (record.get("seq") != seq + 1 or type(digest) is not str
+            number = record.get("seq")
+            if (type(number) is not int or number != seq + 1 or type(digest) is not str
                     or record.get("prev") != last or type(record.get("ts")) is not str
                     or type(record.get("kind")) is not str):
                 break

@@ -26,12 +26,14 @@ say themselves as dicts (``to_record()``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
+import orjson
 import structlog
 
+from controller.audit.canonical import canonical_bytes
 from controller.audit.chain import (
     DURABILITY_POLICIES,
     FSYNC_KINDS,
@@ -78,6 +80,19 @@ class Recordable(Protocol):
     """A typed value the log can write: an input event or an engine output."""
 
     def to_record(self) -> dict[str, Any]: ...
+
+
+_SORTED = orjson.OPT_SORT_KEYS
+_dumps = orjson.dumps
+
+
+def _encoded(value: Recordable) -> bytes:
+    """A typed value's canonical encoding (orjson, sorted keys: the stdlib's bytes for
+    everything a record holds; an integer beyond 64 bits goes to the stdlib)."""
+    try:
+        return _dumps(value.to_record(), option=_SORTED)
+    except (orjson.JSONEncodeError, TypeError):
+        return canonical_bytes(value.to_record())
 
 
 class _ChainLogger(structlog.BoundLoggerBase):
@@ -144,6 +159,7 @@ class AuditLog:
         self.anchor_failures = 0
         self._anchor_trouble: list[str] = []  # failures not yet taken (one per failing spell)
         self._anchors_failing = False
+        self._encoded_outputs: dict[Any, bytes] = {}
         self._log = structlog.wrap_logger(
             writer,
             processors=[_as_kwargs],
@@ -295,31 +311,50 @@ class AuditLog:
         """The card path's ``input`` record: ``event`` is a typed input event and
         ``context`` the engine's own (``TableEngine.context()``, every key present). Fsynced
         at once under the ``input`` and ``every`` policies (write-ahead)."""
-        after: dict[str, Any] = {"kind": "input", **context}
-        if line is not None:
-            after["line"] = line
-        self._writer.append({"event": event.to_record()}, after, "input")
+        self._writer.append_card((("input", _encoded(event), context, line),))
         table = context["table"]
         if table is not None:
             self._table = table
 
-    def outputs(self, outputs: Iterable[Recordable], *, context: Mapping[str, Any]) -> None:
+    def outputs(self, outputs: Sequence[Recordable], *, context: Mapping[str, Any]) -> None:
         """The card path's ``output`` records, one per output of one input, written together
         (one write; one fsync each under ``every``), each anchor right after the record that
         calls for it."""
+        if not outputs:
+            return
         writer = self._writer
         table = context["table"]
         if table is not None:
             self._table = table
+        flush = writer.durability is not Durability.NONE
+        if self._anchors is None:
+            writer.append_card([("output", self._output_bytes(o), context, None)
+                                for o in outputs], flush=flush)
+            return
         for output in outputs:
             record = output.to_record()
-            writer.append(None, {"kind": "output", **context, "output": record}, "output")
-            if self._anchors is not None:
-                reason = self._anchor_reason(record)
-                if reason is not None:
-                    self.anchor(reason)  # its head is this record (anchor() flushes)
-        if writer.durability is not Durability.NONE:
+            writer.append_card((("output", _encoded(output), context, None),))
+            reason = self._anchor_reason(record)
+            if reason is not None:
+                self.anchor(reason)  # its head is this record (anchor() flushes)
+        if flush:
             writer.flush()
+
+    def _output_bytes(self, output: Recordable) -> bytes:
+        """An output's canonical encoding; the frequent ones (prompts, transitions: frozen
+        and hashable) are encoded once and kept."""
+        cache = self._encoded_outputs
+        try:
+            return cache[output]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable (a note's or a deviation's data): encode it
+            return _encoded(output)
+        encoded = _encoded(output)
+        if len(cache) >= 4096:
+            cache.clear()
+        cache[output] = encoded
+        return encoded
 
     @staticmethod
     def _anchor_reason(output: Mapping[str, Any]) -> str | None:
