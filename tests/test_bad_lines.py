@@ -224,3 +224,55 @@ def test_run_refuses_bad_console_lines_and_the_table_goes_on(tmp_path: Path) -> 
     assert "> table_open table=T1 decks=6" in text and "> shuffle" in text
     logs = table_files(tmp_path / "logs", "T1")
     assert logs and cli.main(["audit", "verify", *map(str, logs)]) == 0
+
+
+# ------------------------------------------------------------------------ audit logs
+
+
+def _log_with_a_deep_line(tmp_path: Path, where: str) -> Path:
+    """The day's log (through ``check --log``) with one line replaced by — or, ``torn``,
+    followed by — a line nested 1,200 deep."""
+    log = tmp_path / "log.jsonl"
+    assert cli.main(["check", "--profile", "gr-blackjack", "--log", str(log), str(DAY)]) == 0
+    lines = log.read_bytes().split(b"\n")[:-1]
+    if where == "torn":
+        log.write_bytes(b"\n".join(lines) + b"\n" + DEEP[:1200])
+        return log
+    lines[{"first": 0, "middle": 100, "last": len(lines) - 1}[where]] = DEEP
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    return log
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_audit_tools_read_a_line_nested_1000_deep_as_a_bad_line(
+        tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``audit verify``/``recover`` (and replay, report, and the writer reopening the log)
+    say which line is bad; ``recover`` used to die of a RecursionError on the last line, and
+    ``verify`` on the first."""
+    from controller.audit import AuditLog, AuditLogError
+
+    log = _log_with_a_deep_line(tmp_path, where)
+    line = {"first": 1, "middle": 101, "last": 940}[where]
+    capsys.readouterr()
+    before = log.read_bytes()
+    for command, exits in (("verify", (1,)), ("recover", (1,)), ("replay", (1, 2)),
+                           ("report", (1, 2))):
+        code = cli.main(["audit", command, str(log)])
+        captured = capsys.readouterr()
+        said = captured.out + captured.err
+        assert code in exits, (command, code, said)
+        assert "Traceback" not in said and "RecursionError" not in said, (command, said)
+        assert f"line {line}:" in said, (command, said)
+    assert log.read_bytes() == before  # recover refused: nothing cut, nothing written
+    with pytest.raises(AuditLogError) as info:
+        AuditLog.open(log, durability="none")
+    assert info.value.line == line
+
+
+def test_audit_recover_cuts_a_torn_line_nested_1000_deep(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _log_with_a_deep_line(tmp_path, "torn")
+    assert cli.main(["audit", "verify", str(log)]) == 1
+    assert cli.main(["audit", "recover", str(log)]) == 0
+    assert "recovered: cut a torn line 941" in capsys.readouterr().out
+    assert cli.main(["audit", "verify", str(log)]) == 0
