@@ -360,6 +360,18 @@ def test_anchors_are_matched_to_their_file_and_chain(tmp_path: Path) -> None:
     lines[n] = line_of(rec)  # an edit, the record's own hash recomputed: the next link breaks
     write_lines(second, lines)
     assert not verify_set([second], anchors=anchors, partial=True).ok
+    prev = rec["hash"]
+    for i in range(n + 1, len(lines)):  # now rechained: only the anchors can see it
+        later = json.loads(lines[i])
+        later["prev"] = prev
+        later = rehash(later)
+        prev = later["hash"]
+        lines[i] = line_of(later)
+    write_lines(second, lines)
+    assert verify_set([second], partial=True).ok
+    check = verify_set([second], anchors=anchors, partial=True)
+    assert not check.ok
+    assert any("differs from the anchor" in p.reason for t in check.tables for p in t.problems)
 
 
 def test_a_day_without_a_date_in_its_name_keeps_working(tmp_path: Path) -> None:
