@@ -397,7 +397,10 @@ def parse_time(text: str) -> dt.datetime:
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
         return value.astimezone(dt.UTC)
-    except (ValueError, OverflowError) as e:
+    except OverflowError as e:
+        raise EventError("t", f"a time with no UTC equivalent (out of range): {text[:60]!r}"
+                         ) from e
+    except ValueError as e:
         raise EventError("t", f"not an ISO-8601 time: {text[:60]!r}") from e
 
 

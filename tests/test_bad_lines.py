@@ -32,8 +32,8 @@ DEEP = b"[" * 1200 + b"]" * 1200
 HOSTILE_LINES: list[tuple[bytes, str]] = [
     (b'{"type": []}', "type"),
     (b'{"type": {"a": 1}}', "type"),
-    (b'{"type":"shuffle","t":"0001-01-01T00:00:00+01:00"}', "t"),
-    (b'{"type":"shuffle","t":"9999-12-31T23:59:59-01:00"}', "t"),
+    (b'{"type":"shuffle","t":"0001-01-01T00:00:00+01:00"}', "t: a time with no UTC"),
+    (b'{"type":"shuffle","t":"9999-12-31T23:59:59-01:00"}', "t: a time with no UTC"),
     (DEEP, "nested"),
     (b'{"type":"stub_count","count":' + b"9" * 5000 + b"}", "number"),
     (b'{"type":"stub_count","count":9007199254740993}', "count"),
