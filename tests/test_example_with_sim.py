@@ -137,6 +137,16 @@ def test_sim_refuses_a_bad_link_dir_in_one_line(capsys) -> None:  # type: ignore
         assert "Traceback" not in err
 
 
+def test_only_kernel_file_systems_are_refused_by_name() -> None:
+    """By path component, not by prefix: /procurement or /system-sim are ordinary places,
+    and /dev/shm is a tmpfs (symlinks and FIFOs work there)."""
+    from simulators.pty_host.linkdirs import bad_link_dir
+    for where in ("/proc", "/proc/x", "/sys/x", "/dev/x"):
+        assert "kernel file system" in (bad_link_dir(where) or ""), where
+    for where in ("/procurement/x", "/system-sim", "/devices/sim", "/dev/shm/sim", "/tmp/x"):
+        assert "kernel" not in (bad_link_dir(where) or ""), where  # (may be unwritable)
+
+
 def test_sim_without_a_profile_prints_its_own_usage(capsys) -> None:  # type: ignore[no-untyped-def]
     import pytest
 

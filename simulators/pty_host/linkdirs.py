@@ -50,6 +50,8 @@ def bad_link_dir(path: str) -> str | None:
     parent = p if p.exists() else next((a for a in p.parents if a.exists()), Path("/"))
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"{parent} is not writable"
-    if str(p.resolve()).startswith(("/proc", "/sys", "/dev/")):
+    where = p.resolve()
+    if (any(where.is_relative_to(k) for k in ("/proc", "/sys", "/dev"))
+            and not where.is_relative_to("/dev/shm")):  # by component: /procurement is fine
         return "not a place for symlinks and a FIFO (a kernel file system)"
     return None
