@@ -107,3 +107,56 @@ def test_a_lost_connection_closes_the_burst() -> None:
     out += shoe.lost("unplugged", 1.2)
     assert protocol_errors(out)[-1].kind == "line_noise_ended"
     assert not shoe.noise.in_burst
+
+
+def test_ten_kilobytes_of_noise_cost_a_few_log_records_end_to_end() -> None:
+    """The issue's figure end to end: 10 KB of noise (under a second at 115,200 baud) made
+    9,994 inputs and a 9.4 MB log. Through the runtime's routing into a real session and
+    audit log it now costs a handful of records and a few kilobytes, and the card after it
+    is still in the log."""
+    import io
+
+    from benchmarks.receive_fuzz import _allowlist
+    from controller.app.runtime import DirectSequencer, TableRuntime
+    from controller.audit import AuditLog
+    from controller.audit.verify import verify_lines
+    from controller.profiles import load_profile
+    from controller.session import TableSession
+    from simulators import wirefuzz
+
+    now = [0.0]
+    out = io.StringIO()
+    session = TableSession(load_profile("gr-blackjack"), AuditLog.to_stream(out))
+    session.start("NOISE")
+    shoe = ShoeDriver("shoe", allowlist=_allowlist("shoe"), utc=lambda: T)
+    runtime = TableRuntime(session, devices={"shoe": shoe}, driver_names={"shoe": "shoe"},
+                           sequencer=DirectSequencer(), clock=lambda: now[0], utc=lambda: T)
+    supervisor = runtime.slots["shoe"].supervisor
+    runtime.deliver("shoe", supervisor.start(0.0) + supervisor.poll(0.0))
+    seq = itertools.count()
+    ident = {"kind": "shoe", "model": wirefuzz.MODEL, "serial": wirefuzz.SERIAL,
+             "firmware": wirefuzz.FIRMWARE, "firmware_hash": wirefuzz.FIRMWARE_HASH}
+    runtime.deliver("shoe", shoe.feed(encode(next(seq), Kind.ACK, {"ack": 0})
+                                      + encode(next(seq), Kind.IDENTITY, ident), 0.0))
+    assert shoe.state == "ready"
+    before = len(out.getvalue().splitlines())
+
+    def feed(data: bytes, at: float) -> None:
+        now[0] = at
+        outputs = shoe.feed(data, at) + supervisor.poll(at)
+        shoe.outbox.clear()
+        runtime.deliver("shoe", outputs)
+
+    data = noise(10_240)
+    for i in range(0, len(data), 64):
+        feed(data[i:i + 64], 1.0 + i / 11_520)
+    feed(encode(next(seq), Kind.CARD_OUT, {"card": "7H"}), 1.95)
+    feed(b"", 4.0)  # the line has been quiet for more than a window: the summary
+    lines = out.getvalue().splitlines(keepends=True)
+    added = lines[before:]
+    diagnostics = [line for line in added if '"type":"device_diagnostic"' in line]
+    assert 1 <= len(diagnostics) <= 10, len(diagnostics)
+    assert len(added) <= 40 and sum(map(len, added)) < 40_000, (len(added),
+                                                                 sum(map(len, added)))
+    assert any('"type":"card"' in line and '"7H"' in line for line in added)
+    assert verify_lines(lines, source="noise").ok
