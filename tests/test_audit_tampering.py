@@ -452,3 +452,26 @@ def test_when_anchors_cannot_be_written_the_table_goes_on_and_the_log_says_so(
     assert "No space left on device" in inputs[0]["detail"] and inputs[0]["device"] == "audit"
     assert main(["audit", "replay", str(path)]) == 0  # the alert replays from the log
     assert "identical" in capsys.readouterr().out
+
+
+def test_a_bad_anchor_line_is_named_by_its_line(tmp_path: Path) -> None:
+    """The anchor file is decoded line by line, like every other reader: an invalid UTF-8 byte
+    used to be refused with a byte offset of the whole file and no line."""
+    from controller.audit import AnchorFileError
+
+    path = tmp_path / "anchors.jsonl"
+    sink = AnchorSink(path, syslog=False)
+    for seq in (1, 2, 3):
+        sink.write(table="T1", file="T1-x.jsonl", seq=seq, hash="a" * 64, reason="round_end",
+                   ts="t")
+    lines = read_lines(path)
+    good = list(lines)
+    lines[1] = lines[1].replace(b'"round_end"', b'"round\xff_end"')
+    write_lines(path, lines)
+    with pytest.raises(AnchorFileError) as info:
+        read_anchors(path)
+    assert info.value.line == 2 and "not UTF-8" in str(info.value), str(info.value)
+    lines = [*good, b'{"file":"T1-x.jsonl","seq":4,"reason":"round\xe2\x80\xa8end","hash":"'
+             + b"b" * 64 + b'","table":"T1","ts":"t"}']  # U+2028 is no line break in JSONL
+    write_lines(path, lines)
+    assert [a.seq for a in read_anchors(path)] == [1, 2, 3, 4]

@@ -141,31 +141,35 @@ def read_anchors(path: str | os.PathLike[str], notes: list[str] | None = None) -
     """
     name = os.fspath(path)
     try:
-        text = Path(name).read_text(encoding="utf-8")
+        data = Path(name).read_bytes()
     except FileNotFoundError:
         raise AnchorFileError("no such anchor file", path=name) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise AnchorFileError(f"cannot read the anchor file: {exc}", path=name) from None
-    torn = bool(text) and not text.endswith("\n")
+    # line by line, as bytes: a bad byte costs its line's name, not the file's (and only
+    # "\n" ends a line: U+2028 inside a string is text)
+    torn = bool(data) and not data.endswith(b"\n")
     if torn:
-        body, _, last = text.rpartition("\n")
+        body, _, last = data.rpartition(b"\n")
+        last_line = data.count(b"\n") + 1
         try:
-            tail = list(_parse(last, name, first_line=body.count("\n") + 2 if body else 1))
+            tail = list(_parse(last, name, first_line=last_line))
         except AnchorFileError:
             if notes is not None:
-                notes.append(f"{name}: line {text.count(chr(10)) + 1}: torn last anchor line "
+                notes.append(f"{name}: line {last_line}: torn last anchor line "
                              "(a write cut short) ignored")
             return list(_parse(body, name))
         return [*_parse(body, name), *tail]
-    return list(_parse(text, name))
+    return list(_parse(data, name))
 
 
-def _parse(text: str, name: str, first_line: int = 1) -> Iterator[Anchor]:
-    for n, line in enumerate(text.splitlines(), start=first_line):
+def _parse(data: bytes, name: str, first_line: int = 1) -> Iterator[Anchor]:
+    tag = SYSLOG_TAG.encode()
+    for n, line in enumerate(data.split(b"\n"), start=first_line):
         if not line.strip():
             continue
-        if SYSLOG_TAG in line:
-            line = line.split(SYSLOG_TAG, 1)[1]
+        if tag in line:
+            line = line.split(tag, 1)[1]
         try:
             obj = jsontext.loads(line)
         except JsonTextError as exc:
