@@ -35,7 +35,10 @@ def read_toml(path: Path, error: type[ConfigFileError],
     except OSError as e:
         raise error(file, "", f"cannot read: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
-        raise error(file, "", f"not valid TOML: not UTF-8 text ({e.reason})") from e
+        before = e.object[:e.start]  # named by line and column, as tomllib names its errors
+        line, column = before.count(b"\n") + 1, e.start - before.rfind(b"\n")
+        raise error(file, "", f"not valid TOML: not UTF-8 text ({e.reason}) (at line {line}, "
+                              f"column {column})") from e
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

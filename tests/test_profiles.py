@@ -435,7 +435,8 @@ def test_every_profile_is_documented():
 
 def test_non_utf8_profile_is_a_profile_error(tmp_path: Path) -> None:
     bad = tmp_path / "latin.toml"
-    bad.write_bytes(b'name = "caf\xe9"\n')
+    bad.write_bytes(b'# a profile\nname = "caf\xe9"\n')
     with pytest.raises(ProfileError) as info:
         load_profile_file(bad)
     assert str(info.value).startswith(f"{bad}: not valid TOML: not UTF-8 text")
+    assert str(info.value).endswith("(at line 2, column 12)")  # where, not a byte offset
