@@ -543,7 +543,11 @@ class _State:
             records = orjson.loads(marked)
         except orjson.JSONDecodeError:
             return False
-        if len(records) != len(raws) or orjson.dumps(records, option=_SORTED) != marked:
+        try:
+            canonical = orjson.dumps(records, option=_SORTED)
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes: one by one
+            return False
+        if len(records) != len(raws) or canonical != marked:
             return False
         saved = (self.last_seq, self.last_hash, self.before_last_hash, self.last_mac,
                  self.macs)
@@ -626,9 +630,13 @@ class _State:
         prev = record.get("prev")
         mac = record.get("mac")
         if (type(seq) is not int or type(digest) is not str or type(prev) is not str
-                or type(record.get("ts")) is not str or type(record.get("kind")) is not str
-                or orjson.dumps(record, option=orjson.OPT_SORT_KEYS) != marked):
-            return False  # _STR_FIELDS, spelt out (this is per record); not canonical
+                or type(record.get("ts")) is not str or type(record.get("kind")) is not str):
+            return False  # _STR_FIELDS, spelt out (this is per record)
+        try:
+            if orjson.dumps(record, option=orjson.OPT_SORT_KEYS) != marked:
+                return False  # not canonical
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes: the slow path
+            return False
         unhashed = _without_member_b(body, b'"hash":"' + digest.encode() + b'"')
         if unhashed is None or hashlib.sha256(unhashed).hexdigest() != digest:
             return False
