@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, get_type_hints
 
@@ -488,23 +488,30 @@ def _fields_parser(cls: type[Event]) -> Parser:
     return parse
 
 
+def deck_check(tokens: Iterable[object], t: str | None,
+               deck_lots: tuple[DeckLot, ...] | None = None) -> DeckCheck:
+    """A ``deck_check`` from card tokens, as a scanner, a shuffler or a JSON line gives them:
+    tokens that are not one of the 52 (a joker, another game's card, a number) are kept apart
+    as ``foreign`` (the engine names them). The one place a pack's tokens become a check."""
+    cards: list[Card] = []
+    foreign: list[str] = []
+    for token in tokens:
+        try:
+            cards.append(parse_card(token))
+        except CardError:
+            foreign.append(token if isinstance(token, str) else show(token))
+    return DeckCheck(cards=tuple(sorted(cards)), foreign=tuple(sorted(foreign)),
+                     deck_lots=deck_lots, t=t)
+
+
 def _deck_check(obj: Mapping[str, Any], t: str | None) -> Event:
-    """A deck check keeps what is not a card apart (``foreign``): the engine names it."""
     if "cards" not in obj:
         raise EventError("cards", "missing")
     raw = obj["cards"]
     if not isinstance(raw, list):
         raise EventError("cards", "expected a list of card strings")
-    cards: list[Card] = []
-    foreign: list[str] = []
-    for token in raw:
-        try:
-            cards.append(parse_card(token))
-        except CardError:
-            foreign.append(token if isinstance(token, str) else show(token))
     lots = obj.get("deck_lots")
-    return DeckCheck(cards=tuple(sorted(cards)), foreign=tuple(sorted(foreign)),
-                     deck_lots=None if lots is None else _lots("deck_lots", lots), t=t)
+    return deck_check(raw, t, None if lots is None else _lots("deck_lots", lots))
 
 
 _PARSERS: dict[str, Parser] = {

@@ -9,16 +9,16 @@ on (a card in such a message is still a card that left the device: see
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from controller import events
 from controller.cards import Card, CardError, parse_card
-from controller.events import DeckCheck
 from controller.validation import Invalid, check_bool, check_int, check_text, show
 
-MAX_CHECK_CARDS = 1_040
-"""Cards one deck check may gather (20 decks): a scan or split DECK_CHECK beyond it is
-dropped, never held without end."""
+MAX_CHECK_CARDS = events.MAX_CHECK_CARDS
+"""Cards one deck check may gather (20 decks, the most an event may list): a scan or split
+DECK_CHECK beyond it is dropped, never held without end."""
 
 
 class PayloadError(Invalid):
@@ -62,15 +62,3 @@ def body_bool(body: Mapping[str, Any], key: str) -> bool:
 def unreadable(body: Mapping[str, Any]) -> bool:
     """The device says it could not read the card (``{"unreadable": true}``)."""
     return body.get("unreadable") is True
-
-
-def deck_check(tokens: Iterable[str], t: str | None) -> DeckCheck:
-    """A ``deck_check`` from card tokens; tokens that are not one of the 52 are foreign."""
-    cards: list[Card] = []
-    foreign: list[str] = []
-    for token in tokens:
-        try:
-            cards.append(parse_card(token))
-        except CardError:
-            foreign.append(str(token))
-    return DeckCheck(cards=tuple(sorted(cards)), foreign=tuple(sorted(foreign)), t=t)

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from controller.events import deck_check
 from drivers.diagnostics import UNREADABLE_CARD, Output
 from drivers.link import Message
-from drivers.payload import MAX_CHECK_CARDS, body_int, body_str, deck_check, unreadable
+from drivers.payload import MAX_CHECK_CARDS, body_int, body_str, unreadable
 from drivers.protocol import Kind
 from drivers.swp import SwpDriver
 

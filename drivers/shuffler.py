@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from controller.events import DiscardsReturned, Shuffle
+from controller.events import DiscardsReturned, Shuffle, deck_check
 from controller.validation import show
 from drivers.diagnostics import UNREADABLE_CARD, Output
 from drivers.link import Message
-from drivers.payload import MAX_CHECK_CARDS, PayloadError, body_int, body_str, deck_check
+from drivers.payload import MAX_CHECK_CARDS, PayloadError, body_int, body_str
 from drivers.protocol import Kind
 from drivers.swp import SwpDriver
 from drivers.transport import Transport
