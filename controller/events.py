@@ -195,7 +195,7 @@ class DeckCheck(Event):
     type: ClassVar[str] = "deck_check"
     cards: tuple[Card, ...]
     foreign: tuple[str, ...] = ()
-    deck_lots: tuple[DeckLot, ...] | None = None
+    deck_lots: tuple[DeckLot, ...] | None = _parsed_by(_lots, default=None)
 
     def to_record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "cards": sorted(str(c) for c in self.cards)}
@@ -353,11 +353,14 @@ ANCHOR_WRITE_FAILED = "ANCHOR_WRITE_FAILED"
 
 
 @dataclass(frozen=True, slots=True)
-class DeviceReport(Event):
+class DeviceDiagnostic(Event):
     """A driver's diagnostic (``type`` ``device_diagnostic``): malformed traffic
     (``PROTOCOL_ERROR``, with ``count`` this occurrence and ``total`` on the device), a refused
     identity (``DEVICE_IDENTITY``), a refused command (``NAK``), a driver bug caught
-    (``DRIVER_ERROR``). Logged as an input so a replay reproduces the deviation it raises."""
+    (``DRIVER_ERROR``). Logged as an input so a replay reproduces the deviation it raises.
+
+    One type from the driver to the log: a driver makes it (``DeviceDriver.diagnostic``), the
+    runtime hands it on, the audit writer serialises it (``to_record``)."""
 
     type: ClassVar[str] = "device_diagnostic"
     device: str
@@ -376,7 +379,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         TableOpen, DeckCheck, Shuffle, Cut, CutCardPlaced, ShoeLoaded, BetsClosed, CardDrawn,
         CutCardSeen, Action, StubCount, RoundEnd, DiscardsReturned, DealerChange, PlayersLeft,
-        CardReplaced, DeviceFault, DeviceOk, TableClose, DeviceConnected, DeviceReport,
+        CardReplaced, DeviceFault, DeviceOk, TableClose, DeviceConnected, DeviceDiagnostic,
     )
 }
 
@@ -547,3 +550,82 @@ def parse_event(obj: object) -> Event:
         raise
     except Invalid as e:
         raise EventError(e.field, e.why) from None
+
+
+def _field_checks(cls: type[Event]) -> dict[str, tuple[Checker, bool]]:
+    """Each field's check (and whether it is required), for :func:`attach`; fields with no
+    JSON form to check (a deck check's parsed cards) are left out."""
+    hints = get_type_hints(cls)
+    out: dict[str, tuple[Checker, bool]] = {}
+    for f in fields(cls):
+        if f.name == "t":
+            continue
+        check = f.metadata.get("check")
+        if check is None:
+            try:
+                check = checker(hints[f.name], f.metadata.get("lo", 0), f.metadata.get("hi"))
+            except TypeError:
+                continue
+        out[f.name] = (check, f.default is dataclasses.MISSING)
+    return out
+
+
+_ATTACH_CHECKS = {cls: _field_checks(cls) for cls in EVENT_TYPES.values()}
+_FIELD_NAMES = {cls: frozenset(f.name for f in fields(cls)) for cls in EVENT_TYPES.values()}
+
+
+def attach(event: Event, extra: Mapping[str, Any]) -> Event:
+    """``event`` with fields a console line adds to it (``t``, a stud card's ``to``, a new
+    pack's ``deck_lots``: what the device's wire does not carry), each checked as
+    :func:`parse_event` checks it, merged with :func:`dataclasses.replace` — the typed event
+    stays typed. A key that is no field of the event is ignored (as by :func:`parse_event`).
+    Raises :class:`EventError` for a bad value, another ``type``, or a field that has no JSON
+    check here (a deck check's cards)."""
+    _check_values(extra)
+    checks = _ATTACH_CHECKS[type(event)]
+    changes: dict[str, Any] = {}
+    for name, value in extra.items():
+        if name == "t":
+            if value is not None:
+                if not isinstance(value, str):
+                    raise EventError("t", f"expected an ISO-8601 string, got {show(value)}")
+                parse_time(value)
+            changes["t"] = value
+            continue
+        spec = checks.get(name)
+        if spec is None:
+            if name == "type" and value == event.type:
+                continue
+            if name == "type" or name in _FIELD_NAMES[type(event)]:
+                raise EventError(name, f"cannot be attached to a {event.type}")
+            continue  # not a field of this event: ignored, as parse_event ignores it
+        check, required = spec
+        if value is None:
+            if required:
+                raise EventError(name, "missing")
+            changes[name] = None
+            continue
+        try:
+            changes[name] = check(name, value)
+        except EventError:
+            raise
+        except Invalid as e:
+            raise EventError(e.field, e.why) from None
+    return dataclasses.replace(event, **changes) if changes else event
+
+
+def screen(event: Event) -> None:
+    """What :func:`parse_event` would refuse in an event a driver built itself: text too
+    long or not Unicode, a list too long. The typed path's safety check (the drivers decode
+    device text strictly, so this only ever catches what they let through by mistake);
+    raises :class:`EventError` naming the field."""
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if type(value) is str:
+            if len(value) <= MAX_TEXT and value.isascii():
+                continue
+        elif type(value) is not tuple or not value:
+            continue
+        _check_values({f.name: _to_json(value)})
+    if isinstance(event, DeckCheck) and len(event.cards) + len(event.foreign) > MAX_CHECK_CARDS:
+        raise EventError("cards", f"more than {MAX_CHECK_CARDS} items")

@@ -17,7 +17,7 @@ from controller import __version__
 from controller.audit import AuditLog
 from controller.deviations import Deviation, Severity
 from controller.engine import TableEngine
-from controller.events import ANCHOR_WRITE_FAILED, AUDIT_DEVICE, CardDrawn, DeviceReport, Event
+from controller.events import ANCHOR_WRITE_FAILED, AUDIT_DEVICE, CardDrawn, DeviceDiagnostic, Event
 from controller.outputs import Note, Output
 from controller.profiles import Profile
 
@@ -99,7 +99,7 @@ class TableSession:
         self._count(event, outputs, shoe_before)
         if audit is not None:
             for trouble in audit.take_anchor_trouble():
-                outputs += self.feed(DeviceReport(device=AUDIT_DEVICE, code=ANCHOR_WRITE_FAILED,
+                outputs += self.feed(DeviceDiagnostic(device=AUDIT_DEVICE, code=ANCHOR_WRITE_FAILED,
                                                   detail=trouble[:300], t=event.t))
         return outputs
 

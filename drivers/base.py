@@ -5,8 +5,9 @@
 (and an optional ``on_event`` callback), and the bookkeeping every driver shares: which
 faults it has open, so a ``device_ok`` is only sent for a fault that is open, and the
 bounds on what a device can make the controller hold. An output
-(:mod:`drivers.diagnostics`) is an input event for the engine or a diagnostic for the
-runtime to log.
+(:mod:`drivers.diagnostics`) is an input event — for the engine, or about the device itself
+(a ``device_diagnostic``, a ``device_connected``), logged as the driver made it — or a notice
+for the text log.
 
 The SWP/1 driver over a link and a transport is :class:`drivers.swp.SwpDriver`; the
 transports are in :mod:`drivers.transport`. This module knows neither, so a vendor's
@@ -27,8 +28,14 @@ from typing import Any, ClassVar
 
 from controller.events import DeviceFault, DeviceOk
 from drivers.allowlist import Allowlist
-from drivers.diagnostics import DeviceDiagnostic, Output, utc_now
-from drivers.errors import DeviceError
+from drivers.diagnostics import (
+    MAX_DIAGNOSTIC_DETAIL,
+    PROTOCOL_ERROR,
+    DeviceDiagnostic,
+    DeviceNotice,
+    Output,
+    utc_now,
+)
 from drivers.protocol import Identity
 
 # Bounds on what a device can make the controller hold (issue 8): a device's own fault
@@ -52,10 +59,10 @@ class DriverState(StrEnum):
 class DeviceDriver(ABC):
     """A card-handling device as the runtime sees it. Subclasses set :attr:`kind`.
 
-    ``poll(now)`` returns input events (for ``TableSession.feed``) and diagnostics (for
-    the log) in the order they happened; with ``on_event`` set, each output is also
-    passed to it. Faults the driver raised are remembered in :attr:`open_faults` so a
-    ``device_ok`` is only sent for a fault that is open.
+    ``poll(now)`` returns input events (for ``TableSession.feed``, diagnostics included)
+    and notices (for the text log) in the order they happened; with ``on_event`` set,
+    each output is also passed to it. Faults the driver raised are remembered in
+    :attr:`open_faults` so a ``device_ok`` is only sent for a fault that is open.
     """
 
     kind: ClassVar[str] = ""
@@ -166,7 +173,18 @@ class DeviceDriver(ABC):
             self.open_faults.setdefault(code, None)
 
     def diagnostic(self, code: str, kind: str = "", *, count: int = 0, total: int = 0,
-                   detail: str = "", data: Mapping[str, Any] | None = None,
-                   error: DeviceError | None = None, t: str | None = None) -> DeviceDiagnostic:
-        return DeviceDiagnostic(self.name, code, kind, count, total, detail, data,
-                                t or self.utc(), error)
+                   detail: str = "", t: str | None = None) -> DeviceDiagnostic:
+        """A ``device_diagnostic`` input event, as the audit log keeps it: ``count`` and
+        ``total`` only for a ``PROTOCOL_ERROR``, the detail cut to
+        :data:`~drivers.diagnostics.MAX_DIAGNOSTIC_DETAIL` characters."""
+        counted = code == PROTOCOL_ERROR
+        return DeviceDiagnostic(device=self.name, code=code, kind=kind or None,
+                                count=max(count, 0) if counted else None,
+                                total=max(total, 0) if counted else None,
+                                detail=detail[:MAX_DIAGNOSTIC_DETAIL] or None,
+                                t=t or self.utc())
+
+    def note(self, kind: str, *, detail: str = "",
+             data: Mapping[str, Any] | None = None) -> DeviceNotice:
+        """A notice for the text log (not an input)."""
+        return DeviceNotice(self.name, kind, detail, data, self.utc())

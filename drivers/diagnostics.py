@@ -1,12 +1,15 @@
-"""What a driver puts out besides input events, and the codes it uses for them.
+"""What a driver puts out besides play events, and the codes it uses for them.
 
-A driver's ``poll`` returns :data:`Output`: an input event (:mod:`controller.events`) for
-the engine, or a :class:`DeviceDiagnostic` for the runtime to log — malformed traffic
-(``PROTOCOL_ERROR``, with counts), a refused identity (``DEVICE_IDENTITY``), a NAK, a
-notice. The codes live here, apart from the driver classes, because the transports (their
-reader threads report ``DISCONNECTED`` / ``IO_ERROR`` / ``DRIVER_ERROR``), the drivers,
-the supervisor and the runtime all speak them. They stay plain strings: they go into
-audit records as they are.
+A driver's ``poll`` returns :data:`Output`: input events (:mod:`controller.events`) — play
+events for the engine, and the events about the devices themselves that the runtime logs
+as they are: a :class:`~controller.events.DeviceDiagnostic` (malformed traffic,
+``PROTOCOL_ERROR`` with counts; a refused identity, ``DEVICE_IDENTITY``; a ``NAK``; a
+``DRIVER_ERROR``) and a :class:`~controller.events.DeviceConnected` (an identified device)
+— or a :class:`DeviceNotice` for the text log only. So the object a driver makes is the one
+the audit writer serialises: one type, one ``to_record``. The codes live here, apart from
+the driver classes, because the transports (their reader threads report ``DISCONNECTED`` /
+``IO_ERROR`` / ``DRIVER_ERROR``), the drivers, the supervisor and the runtime all speak
+them. They stay plain strings: they go into audit records as they are.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from controller.events import Event
-from drivers.errors import DeviceError
+from controller.events import DeviceDiagnostic, Event
+
+__all__ = ["DeviceDiagnostic", "DeviceNotice", "Output", "level_of", "utc_now"]
 
 # device_fault codes raised by the drivers themselves (the device's own come from its messages)
 DISCONNECTED = "DISCONNECTED"
@@ -27,53 +31,39 @@ DRIVER_ERROR = "DRIVER_ERROR"
 UNREADABLE_CARD = "UNREADABLE_CARD"
 DEVICE_IDENTITY = "DEVICE_IDENTITY"
 
-# DeviceDiagnostic codes
+# device_diagnostic codes
 PROTOCOL_ERROR = "PROTOCOL_ERROR"
 NAK = "NAK"
 NOTICE = "NOTICE"
+"""The code of a :class:`DeviceNotice` (never a ``device_diagnostic``: notices are not logged)."""
+
+MAX_DIAGNOSTIC_DETAIL = 300
+"""Longest ``detail`` a diagnostic carries into the log."""
 
 
 @dataclass(frozen=True, slots=True)
-class DeviceDiagnostic:
-    """Something the runtime logs that is not an input event.
-
-    ``code``: ``PROTOCOL_ERROR`` (malformed traffic; ``kind`` says which, ``count`` this
-    occurrence, ``total`` the running count of that kind on this device),
-    ``DEVICE_IDENTITY`` (a refused device; ``error`` is the :class:`DeviceIdentityError`),
-    ``NAK`` (a command refused; ``kind`` the command), ``DRIVER_ERROR`` (a bug caught) or
-    ``NOTICE`` (``kind`` IDENTIFIED, LOADED, SHUFFLE_STARTED, STATUS, BUTTON, CONNECT_FAILED,
-    HANDSHAKE_FAILED, …; ``data`` the payload).
-    """
+class DeviceNotice:
+    """Something a device said or a driver noticed that is news for the text log only, not
+    an input: ``kind`` LOADED, SHUFFLE_STARTED, STATUS, BUTTON, CONNECT_FAILED,
+    HANDSHAKE_FAILED, …; ``data`` the message's payload."""
 
     device: str
-    code: str
-    kind: str = ""
-    count: int = 0
-    total: int = 0
+    kind: str
     detail: str = ""
     data: Mapping[str, Any] | None = None
     t: str | None = None
-    error: DeviceError | None = field(default=None, compare=False)
 
-    @property
-    def level(self) -> int:
-        if self.code == NOTICE:
-            return logging.INFO
-        return logging.ERROR if self.code in (DEVICE_IDENTITY, DRIVER_ERROR) else logging.WARNING
-
-    def to_record(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "device_diagnostic", "device": self.device,
-                               "code": self.code}
-        for key in ("kind", "count", "total", "detail", "t"):
-            value = getattr(self, key)
-            if value:
-                out[key] = value
-        if self.data is not None:
-            out["data"] = dict(self.data)
-        return out
+    code = NOTICE
 
 
-Output = Event | DeviceDiagnostic
+Output = Event | DeviceNotice
+
+
+def level_of(o: DeviceDiagnostic | DeviceNotice) -> int:
+    """The text log's level for a diagnostic or a notice."""
+    if isinstance(o, DeviceNotice):
+        return logging.INFO
+    return logging.ERROR if o.code in (DEVICE_IDENTITY, DRIVER_ERROR) else logging.WARNING
 
 
 def utc_now() -> str:

@@ -8,7 +8,7 @@
 | SHOE_EMPTY | ``device_fault`` ``SHOE_EMPTY`` (cleared by the next card or cut card out) |
 | DOOR ``{"open": true}`` / ``false`` | ``device_fault`` / ``device_ok`` ``DOOR_OPEN`` |
 | JAM / JAM_CLEARED | ``device_fault`` / ``device_ok`` ``JAM`` |
-| BUTTON | a ``NOTICE`` diagnostic (``kind`` BUTTON, ``data`` the payload) |
+| BUTTON | a notice for the text log (``kind`` BUTTON, ``data`` the payload) |
 """
 
 from __future__ import annotations

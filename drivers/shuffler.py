@@ -9,7 +9,7 @@
 | DISCARDS_ACCEPTED ``{"count": n}`` | ``discards_returned`` |
 | FAULT / FAULT_CLEARED ``{"code"}`` | ``device_fault`` / ``device_ok``, the shuffler's code |
 | DOOR | ``device_fault`` / ``device_ok`` ``DOOR_OPEN`` |
-| LOADED, SHUFFLE_STARTED, STATUS | ``NOTICE`` diagnostics (``data`` the payload) |
+| LOADED, SHUFFLE_STARTED, STATUS | notices for the text log (``data`` the payload) |
 
 Commands (:meth:`ShufflerDriver.shuffle`, ``deck_check``, ``eject``, ``status``) are sent with
 ACK + retry by the link; a NAK comes back as a ``NAK`` diagnostic, silence as a ``NO_ACK``

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from drivers.base import DriverState
-from drivers.diagnostics import NOTICE, Output
+from drivers.diagnostics import Output
 from drivers.errors import DeviceError
 from drivers.swp import SwpDriver
 
@@ -132,8 +132,7 @@ class Supervisor:
             self.driver.connect(now)
         except DeviceError as e:
             log.warning("%s: connect failed: %s", self.driver.name, e)
-            out: list[Output] = [self.driver.diagnostic(NOTICE, "CONNECT_FAILED",
-                                                        detail=str(e))]
+            out: list[Output] = [self.driver.note("CONNECT_FAILED", detail=str(e))]
             out += self.driver.lost(f"cannot connect: {e}", now)
             self._schedule(now)
             return out

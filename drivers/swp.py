@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from controller.events import CardDrawn
+from controller.events import CardDrawn, DeviceConnected
 from drivers.allowlist import Allowlist, check_kind, check_same_device
 from drivers.base import DeviceDriver, DriverState
 from drivers.diagnostics import (
@@ -30,10 +30,10 @@ from drivers.diagnostics import (
     DRIVER_ERROR,
     IO_ERROR,
     NAK,
-    NOTICE,
     PROTOCOL_ERROR,
     UNREADABLE_CARD,
     DeviceDiagnostic,
+    DeviceNotice,
     Output,
 )
 from drivers.errors import DeviceDisconnected, DeviceError, DeviceIdentityError, DeviceTimeout
@@ -209,8 +209,8 @@ class SwpDriver(DeviceDriver):
         out += self._noise_reports(self.noise.tick(now))
         if (self._state == DriverState.HANDSHAKE
                 and now - self._connected_at >= self.handshake_timeout):
-            out.append(self.diagnostic(NOTICE, "HANDSHAKE_FAILED",
-                                       detail=f"no IDENTITY within {self.handshake_timeout:g} s"))
+            out.append(self.note("HANDSHAKE_FAILED",
+                                 detail=f"no IDENTITY within {self.handshake_timeout:g} s"))
             out += self.lost(f"no IDENTITY within {self.handshake_timeout:g} s", now)
         return out
 
@@ -339,11 +339,9 @@ class SwpDriver(DeviceDriver):
     def _command_done(self, r: CommandDone, now: float) -> list[Output]:
         out: list[Output] = []
         if not r.ok and r.reason != "no ack":
-            out.append(self.diagnostic(NAK, kind_name(r.kind), detail=r.reason,
-                                       data={"seq": r.seq}))
+            out.append(self.diagnostic(NAK, kind_name(r.kind), detail=r.reason))
         if r.kind == Kind.HELLO and not r.ok and self._state == DriverState.HANDSHAKE:
-            out.append(self.diagnostic(NOTICE, "HANDSHAKE_FAILED",
-                                       detail=f"HELLO: {r.reason}"))
+            out.append(self.note("HANDSHAKE_FAILED", detail=f"HELLO: {r.reason}"))
             out += self.lost(f"handshake failed: HELLO {r.reason}", now)
         return out
 
@@ -380,13 +378,13 @@ class SwpDriver(DeviceDriver):
                 check_same_device(self._identity, identity, device=self.name)
         except DeviceIdentityError as e:
             return self._refuse(e, now)
-        first = self._identity is None
         self._identity = identity
         self._state = DriverState.READY
-        out: list[Output] = [self.diagnostic(NOTICE, "IDENTIFIED", data={
-            "kind": identity.kind, "model": identity.model, "serial": identity.serial,
-            "firmware": identity.firmware, "firmware_hash": identity.firmware_hash,
-            "first": first})]
+        # the input the log keeps; the runtime adds what only it knows (driver name, port)
+        out: list[Output] = [DeviceConnected(
+            device=self.name, kind=identity.kind or None, model=identity.model or None,
+            serial=identity.serial or None, firmware=identity.firmware or None,
+            firmware_hash=identity.firmware_hash or None, t=self.utc())]
         for code in (*LINK_FAULTS, DEVICE_IDENTITY):
             out += self.ok(code, "device identified again")
         self.link.clear_fault(NO_ACK)
@@ -397,7 +395,7 @@ class SwpDriver(DeviceDriver):
         self.refusal = error
         self._state = DriverState.REFUSED
         out: list[Output] = [self.diagnostic(DEVICE_IDENTITY, getattr(error, "field", ""),
-                                             detail=str(error), error=error)]
+                                             detail=str(error))]  # the error: self.refusal
         out += self.fault(DEVICE_IDENTITY, str(error))
         self._stop_transport()
         self._generation += 1
@@ -430,5 +428,5 @@ class SwpDriver(DeviceDriver):
                               "a person must read it", t=t, repeat=True)
         return [CardDrawn(card=body_card(body), t=t)]
 
-    def notice(self, msg: Message) -> DeviceDiagnostic:
-        return self.diagnostic(NOTICE, msg.name, data=msg.body)
+    def notice(self, msg: Message) -> DeviceNotice:
+        return self.note(msg.name, data=msg.body)

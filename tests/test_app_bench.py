@@ -35,7 +35,9 @@ from controller.app.bench import (
 from controller.app.ports import print_ports
 from controller.audit import table_files, verify_file
 from controller.audit.replay import replay
+from controller.cards import parse_card
 from controller.cli import main
+from controller.events import CardDrawn, DeviceFault
 from controller.profiles import load_profile, profile_names
 from simulators.scenario import load_scenario, scenario_names
 
@@ -194,12 +196,12 @@ def test_bench_sequencer_numbers_scripted_events_and_skips_the_durable_ones() ->
     assert seq.ready() == []  # scripted input 1: already in the log
     seq.console_line({"n": 1, "step": 1, "after": {"shoe": 1}, "device": "shoe",
                       "attach": {"t": "2026-11-21T10:00:05Z"}})
-    seq.device_event("shoe", {"type": "device_fault", "device": "shoe", "code": "SILENT",
-                              "t": "2026-11-21T17:00:00.000Z"}, counted=False)
-    # a live event is fed at once, unnumbered, on the dealer's clock
-    assert seq.ready() == [({"type": "device_fault", "device": "shoe", "code": "SILENT",
-                             "t": "2026-11-21T10:00:00Z"}, None)]
-    seq.device_event("shoe", {"type": "card", "card": "AS", "t": "2026-11-21T17:00:01.000Z"})
+    seq.device_event("shoe", DeviceFault(device="shoe", code="SILENT",
+                                         t="2026-11-21T17:00:00.000Z"), counted=False)
+    # a live event is fed at once, unnumbered, on the dealer's clock (still the typed event)
+    assert seq.ready() == [(DeviceFault(device="shoe", code="SILENT",
+                                        t="2026-11-21T10:00:00Z"), None)]
+    seq.device_event("shoe", CardDrawn(card=parse_card("AS"), t="2026-11-21T17:00:01.000Z"))
     seq.console_line({"n": 2, "step": 2, "after": {"shoe": 1},
                       "event": {"type": "round_end", "t": "2026-11-21T10:00:09Z"}})
     seq.console_line({"n": 3, "after": {"shoe": 1}, "end": True, "cards": {"shoe": ["AS"]}})

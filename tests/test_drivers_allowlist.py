@@ -111,7 +111,7 @@ def test_the_driver_refuses_a_device_not_on_the_allowlist() -> None:
     assert faults(out) == [("device_fault", "DEVICE_IDENTITY")]
     diag = [o for o in out if isinstance(o, DeviceDiagnostic) and o.code == "DEVICE_IDENTITY"]
     assert len(diag) == 1 and diag[0].kind == "firmware_hash"
-    assert isinstance(diag[0].error, IdentityMismatch)
+    assert isinstance(shoe.refusal, IdentityMismatch)  # the error the diagnostic reports
     # a refused device's traffic is not taken
     out = shoe.feed(encode(2, Kind.CARD_OUT, {"card": "7H"}), 0.1)
     assert [o.kind for o in out] == ["before_identity"]

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from controller.cards import deck, parse_card
 from controller.events import (
+    DEVICE_INFO_EVENTS,
     CardDrawn,
     CutCardSeen,
     DeckCheck,
@@ -28,7 +29,7 @@ from controller.events import (
     Shuffle,
     parse_event,
 )
-from drivers.diagnostics import DeviceDiagnostic
+from drivers.diagnostics import DeviceDiagnostic, DeviceNotice
 from drivers.errors import DeviceDisconnected
 from drivers.framing import FrameDecoder, encode
 from drivers.protocol import Kind
@@ -67,14 +68,16 @@ def connected(cls: type[SwpDriver], **kw: Any) -> tuple[SwpDriver, Device]:
 
 
 def events(out: list) -> list[Event]:
-    evs = [o for o in out if isinstance(o, Event)]
-    for e in evs:  # every one is a valid input event
-        assert parse_event(e.to_record()) == e, e
-    return evs
+    """The play events among the outputs (not the diagnostics, not an identified device)."""
+    for e in out:  # every input event, diagnostics included, is a valid input event
+        if isinstance(e, Event):
+            assert parse_event(e.to_record()) == e, e
+    return [o for o in out if isinstance(o, Event) and o.type not in DEVICE_INFO_EVENTS]
 
 
-def diags(out: list, code: str | None = None) -> list[DeviceDiagnostic]:
-    return [o for o in out if isinstance(o, DeviceDiagnostic) and (code is None or o.code == code)]
+def diags(out: list, code: str | None = None) -> list[DeviceDiagnostic | DeviceNotice]:
+    return [o for o in out if isinstance(o, DeviceDiagnostic | DeviceNotice)
+            and (code is None or o.code == code)]
 
 
 def kinds(out: list, code: str = "PROTOCOL_ERROR") -> list[str]:

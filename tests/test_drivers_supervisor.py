@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from controller.events import DeviceFault, DeviceOk
-from drivers.diagnostics import DeviceDiagnostic
+from controller.events import DeviceConnected, DeviceFault, DeviceOk
+from drivers.diagnostics import DeviceDiagnostic, DeviceNotice
 from drivers.errors import DeviceIdentityError, DeviceNotFound
 from drivers.framing import Frame, FrameDecoder, encode
 from drivers.protocol import Identity, Kind
@@ -121,7 +121,8 @@ def test_reconnect_attempts_follow_the_capped_backoff_then_recover() -> None:
     sup = Supervisor(shoe, backoff=Backoff(0.5, 2.0, 4.0))
     out = sup.start(0.0)
     assert faults(out) == [("device_fault", "DISCONNECTED")]
-    assert [d.kind for d in out if isinstance(d, DeviceDiagnostic)] == ["CONNECT_FAILED"]
+    assert [d.kind for d in out if isinstance(d, DeviceDiagnostic | DeviceNotice)] == [
+        "CONNECT_FAILED"]
     out = run_until(sup, device, 0.0, 16.0)
     # tries at 0, then +0.5, +1, +2, +4 (capped), +4, +4
     assert device.opens == [0.0, 0.5, 1.5, 3.5, 7.5, 11.5, 15.5]
@@ -183,7 +184,7 @@ def test_an_identity_change_is_refused_and_not_retried_until_resumed() -> None:
     assert sup.state == "refused" and shoe.state == "refused"
     assert ("device_fault", "DEVICE_IDENTITY") in faults(out)
     refused = [d for d in out if isinstance(d, DeviceDiagnostic) and d.code == "DEVICE_IDENTITY"]
-    assert len(refused) == 1 and isinstance(refused[0].error, DeviceIdentityError)
+    assert len(refused) == 1 and isinstance(shoe.refusal, DeviceIdentityError)
     assert "serial" in refused[0].detail
     opens = len(device.opens)
     run_until(sup, device, 1.05, 60.0, step=1.0)
@@ -209,7 +210,7 @@ def test_run_loop_uses_the_injected_clock_and_sleep() -> None:
 
     sup = Supervisor(shoe, clock=lambda: clock[0], sleep=sleep)
     sup.run(stop, seen.append, interval=0.1)
-    assert any(isinstance(o, DeviceDiagnostic) and o.kind == "IDENTIFIED" for o in seen)
+    assert any(isinstance(o, DeviceConnected) and o.device == "shoe" for o in seen)
     assert sup.state == "stopped" and shoe.state == "closed"
 
 

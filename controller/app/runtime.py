@@ -25,10 +25,13 @@ caused are *counted*; a driver's own link events (``SILENT``, ``NO_ACK``, ``LOST
 ``DISCONNECTED``, ``IO_ERROR``, ``DEVICE_IDENTITY`` and their ``device_ok``) and
 diagnostics are not (:func:`counted_flags`).
 
-Diagnostics become inputs too: ``PROTOCOL_ERROR``, ``DEVICE_IDENTITY``, ``NAK`` and
-``DRIVER_ERROR`` as ``device_diagnostic`` events (the engine raises the ``PROTOCOL_ERROR``
-and ``DEVICE_IDENTITY`` deviations), an identified device as ``device_connected`` (driver,
-port, identity). Other notices go to the text log (logger ``shoewarden.runtime``).
+Diagnostics are inputs too, typed from the driver on: a ``device_diagnostic``
+(``PROTOCOL_ERROR``, ``DEVICE_IDENTITY``, ``NAK``, ``DRIVER_ERROR``: the engine raises the
+``PROTOCOL_ERROR`` and ``DEVICE_IDENTITY`` deviations) is fed as the driver made it; a
+``device_connected`` gets the two things only the runtime knows, the driver's registry name
+and the port (:func:`dataclasses.replace`). Notices go to the text log only (logger
+``shoewarden.runtime``). No event is turned into a dict on its way: the object a driver
+made is the one the audit writer serialises.
 
 Neither thread dies silently: any exception (the device thread's is handed to the engine
 thread) is logged with its traceback, fed as ``device_fault`` ``controller`` /
@@ -46,18 +49,21 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
 
 from controller.events import (
+    DEVICE_INFO_EVENTS,
     DeckCheck,
+    DeviceConnected,
+    DeviceDiagnostic,
     DeviceFault,
     DeviceOk,
-    DeviceReport,
     Event,
     EventError,
     parse_event,
+    screen,
 )
 from controller.outputs import Output
 from controller.session import TableSession
@@ -68,10 +74,10 @@ from drivers.diagnostics import (
     DRIVER_ERROR,
     IO_ERROR,
     NAK,
-    NOTICE,
     PROTOCOL_ERROR,
     UNREADABLE_CARD,
-    DeviceDiagnostic,
+    DeviceNotice,
+    level_of,
     utc_now,
 )
 from drivers.diagnostics import Output as DriverOutput
@@ -95,14 +101,15 @@ FedCallback = Callable[[Event, list[Output], "int | None"], None]
 def counted_flags(outputs: Sequence[DriverOutput]) -> list[bool]:
     """For one ``poll``'s outputs: was each an input event a device message caused?
 
-    Not counted: diagnostics; link faults and their ``device_ok`` (:data:`LINK_CODES`);
+    Not counted: notices and the events about the devices themselves (diagnostics, an
+    identified device); link faults and their ``device_ok`` (:data:`LINK_CODES`);
     ``device_ok`` ``SHOE_EMPTY`` (cleared by the next card, which is counted itself); an
     ``UNREADABLE_CARD`` that comes with a deck check (the deck check is the message's
     event). docs/devices.md, "The console channel and its ordering guarantee".
     """
     flags: list[bool] = []
     for i, o in enumerate(outputs):
-        if not isinstance(o, Event):
+        if not isinstance(o, Event) or o.type in DEVICE_INFO_EVENTS:
             flags.append(False)
         elif isinstance(o, DeviceFault | DeviceOk):
             nxt = outputs[i + 1] if i + 1 < len(outputs) else None
@@ -124,12 +131,13 @@ class Sequencer(Protocol):
 
     def console_line(self, line: dict[str, Any]) -> None: ...
 
-    def device_event(self, device: str, event: dict[str, Any], counted: bool = True) -> None: ...
+    def device_event(self, device: str, event: Event, counted: bool = True) -> None: ...
 
     def abandon(self, device: str) -> None: ...
 
-    def ready(self) -> list[tuple[dict[str, Any], int | None]]:
-        """Events to feed now, in order, each with the ``line`` to log it with (or None)."""
+    def ready(self) -> list[tuple[Event | dict[str, Any], int | None]]:
+        """Events to feed now, in order, each with the ``line`` to log it with (or None): a
+        driver's typed event, or a console line's JSON object still to be parsed."""
         ...
 
 
@@ -139,18 +147,18 @@ class DirectSequencer:
     ended = False
 
     def __init__(self) -> None:
-        self._out: list[tuple[dict[str, Any], int | None]] = []
+        self._out: list[tuple[Event | dict[str, Any], int | None]] = []
 
     def console_line(self, line: dict[str, Any]) -> None:
         """There is no console channel with real devices: the dealer posts input events."""
 
-    def device_event(self, device: str, event: dict[str, Any], counted: bool = True) -> None:
+    def device_event(self, device: str, event: Event, counted: bool = True) -> None:
         self._out.append((event, None))
 
     def abandon(self, device: str) -> None:
         """Nothing waits for a device here."""
 
-    def ready(self) -> list[tuple[dict[str, Any], int | None]]:
+    def ready(self) -> list[tuple[Event | dict[str, Any], int | None]]:
         out, self._out = self._out, []
         return out
 
@@ -375,7 +383,7 @@ class TableRuntime:
                 self._post_outputs(slot, slot.supervisor.resume(self.clock()))
                 why = ("a person asked to try the device again; it stays refused until it "
                        "identifies as a device on the allowlist")
-            return [DeviceReport(device=device, code=IDENTITY_RETRY, kind=code, detail=why,
+            return [DeviceDiagnostic(device=device, code=IDENTITY_RETRY, kind=code, detail=why,
                                  t=self.utc())]
         outs: list[Any] = []
         if slot is not None and code in slot.driver.open_faults:
@@ -456,47 +464,49 @@ class TableRuntime:
 
     def _route(self, slot: DeviceSlot, outputs: list[DriverOutput]) -> None:
         for o, counted in zip(outputs, counted_flags(outputs), strict=True):
+            if isinstance(o, DeviceNotice):
+                log.info("%s: %s %s", slot.name, o.kind, o.detail or (dict(o.data or {})))
+                continue
             if isinstance(o, DeviceDiagnostic):
                 self._diagnostic(slot, o)
                 continue
+            if isinstance(o, DeviceConnected):
+                self._connected(slot, o)
+                continue
             if isinstance(o, DeviceFault):
                 self.stats.faults[f"{slot.name}:{o.code}"] += 1
-            self.sequencer.device_event(slot.name, o.to_record(), counted)
+            self._device_event(slot, o, counted)
+
+    def _device_event(self, slot: DeviceSlot, event: Event, counted: bool) -> None:
+        """Hand a driver's event on as it is, after the typed path's safety check (what
+        :func:`~controller.events.parse_event` would refuse is dropped the same way)."""
+        try:
+            screen(event)
+        except EventError as e:
+            self.stats.bad_events += 1
+            log.error("not an input event, dropped: %s: %r", e, event)
+            return
+        self.sequencer.device_event(slot.name, event, counted)
+
+    def _connected(self, slot: DeviceSlot, ev: DeviceConnected) -> None:
+        log.info("%s: IDENTIFIED %s %s %s", slot.name, ev.kind, ev.model, ev.serial)
+        slot.connects += 1
+        self.stats.connects[slot.name] += 1
+        if slot.connects > 1:
+            self.stats.reconnects[slot.name] += 1
+        self._device_event(slot, replace(ev, device=slot.name, driver=slot.driver_name,
+                                         port=port_of(slot.driver)), False)
 
     def _diagnostic(self, slot: DeviceSlot, d: DeviceDiagnostic) -> None:
-        log.log(d.level, "%s: %s %s %s", slot.name, d.code, d.kind,
-                d.detail or (dict(d.data) if d.data else ""))
-        if d.code == NOTICE and d.kind == "IDENTIFIED":
-            slot.connects += 1
-            self.stats.connects[slot.name] += 1
-            if slot.connects > 1:
-                self.stats.reconnects[slot.name] += 1
-            data = dict(d.data or {})
-            ev: dict[str, Any] = {"type": "device_connected", "device": slot.name,
-                                  "driver": slot.driver_name, "port": port_of(slot.driver)}
-            for key in ("kind", "model", "serial", "firmware", "firmware_hash"):
-                if isinstance(data.get(key), str) and data[key]:
-                    ev[key] = data[key]
-            if d.t:
-                ev["t"] = d.t
-            self.sequencer.device_event(slot.name, {k: v for k, v in ev.items()
-                                                    if v is not None}, False)
-            return
+        log.log(level_of(d), "%s: %s %s %s", slot.name, d.code, d.kind or "", d.detail or "")
         if d.code not in LOGGED_DIAGNOSTICS:
             return
         self.stats.diagnostics[f"{slot.name} {d.code}"] += 1
         if d.code == PROTOCOL_ERROR:
-            self.stats.protocol_errors[f"{slot.name} {d.kind}"] += 1
-        ev = {"type": "device_diagnostic", "device": slot.name, "code": d.code}
-        if d.kind:
-            ev["kind"] = d.kind
-        if d.code == PROTOCOL_ERROR:
-            ev["count"], ev["total"] = max(d.count, 0), max(d.total, 0)
-        if d.detail:
-            ev["detail"] = d.detail[:300]
-        if d.t:
-            ev["t"] = d.t
-        self.sequencer.device_event(slot.name, ev, False)
+            self.stats.protocol_errors[f"{slot.name} {d.kind or ''}"] += 1
+        if d.device != slot.name:
+            d = replace(d, device=slot.name)
+        self._device_event(slot, d, False)
         if d.code == DEVICE_IDENTITY:
             self.sequencer.abandon(slot.name)  # what it would have sent will never come
 

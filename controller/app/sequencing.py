@@ -10,10 +10,22 @@ Pure logic: no I/O, no clock, no threads (the runtime's engine thread drives it)
 from __future__ import annotations
 
 from collections import Counter, deque
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
+
+from controller.events import Event, EventError, attach
+
+T = TypeVar("T")
 
 
-class ConsoleMerger:
+def merge_dicts(event: Any, fields: Mapping[str, Any]) -> Any:
+    """The merger's default ``attach`` for events that are JSON objects (tests, a client
+    that maps frames to dicts itself)."""
+    return {**event, **fields}
+
+
+class ConsoleMerger(Generic[T]):
     """The reader's side of the console ordering guarantee (for the bench).
 
     Give it every console line (:meth:`console_line`) and every input event a driver made
@@ -28,21 +40,26 @@ class ConsoleMerger:
       of ``d`` were released; its ``event`` follows them;
     - a device line's ``attach`` fields (what the wire does not carry: ``t``, a stud card's
       ``to``, a new pack's ``deck_lots``) are added to that device's event number
-      ``after[device]`` (the step's own message, always its last).
+      ``after[device]`` (the step's own message, always its last), by ``attach(event,
+      fields)``: a dict merge by default; the bench's sequencer keeps its events typed.
+
+    Device events are whatever the caller gives (``T``); a console line's ``event`` is
+    released as the JSON object it is.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, attach: Callable[[T, Mapping[str, Any]], T] = merge_dicts) -> None:
+        self._attach = attach
         self._lines: deque[dict[str, Any]] = deque()
-        self._queues: dict[str, deque[dict[str, Any]]] = {}
+        self._queues: dict[str, deque[T]] = {}
         self._released: Counter[str] = Counter()
-        self._out: list[dict[str, Any]] = []
+        self._out: list[T | dict[str, Any]] = []
         self._abandoned: set[str] = set()
         self.ended = False
 
     def console_line(self, line: dict[str, Any]) -> None:
         self._lines.append(line)
 
-    def device_event(self, device: str, event: dict[str, Any], counted: bool = True) -> None:
+    def device_event(self, device: str, event: T, counted: bool = True) -> None:
         if counted and device not in self._abandoned:
             self._queues.setdefault(device, deque()).append(event)
         else:
@@ -66,7 +83,7 @@ class ConsoleMerger:
     def _need(self, line: dict[str, Any]) -> dict[str, int]:
         return {d: n for d, n in line.get("after", {}).items() if d not in self._abandoned}
 
-    def ready(self) -> list[dict[str, Any]]:
+    def ready(self) -> list[T | dict[str, Any]]:
         while self._lines:
             line = self._lines[0]
             need = self._need(line)
@@ -79,7 +96,7 @@ class ConsoleMerger:
                     ev = q.popleft()
                     self._released[d] += 1
                     if self._released[d] == n and line.get("device") == d and line.get("attach"):
-                        ev = {**ev, **line["attach"]}
+                        ev = self._attach(ev, line["attach"])
                     self._out.append(ev)
             if "event" in line:
                 self._out.append(line["event"])
@@ -89,6 +106,21 @@ class ConsoleMerger:
         return out
 
 
+@dataclass(slots=True)
+class _Held:
+    """A driver's event while the merger holds it: ``live`` if it is fed at once, unnumbered;
+    ``fields`` what its console line attaches (applied, typed, on release)."""
+
+    event: Event
+    live: bool
+    fields: Mapping[str, Any] | None = None
+
+
+def _hold_fields(held: _Held, fields: Mapping[str, Any]) -> _Held:
+    held.fields = fields
+    return held
+
+
 class BenchSequencer:
     """The :class:`ConsoleMerger`, with the bench's numbering, clock and resume.
 
@@ -96,10 +128,16 @@ class BenchSequencer:
     messages) are numbered 1, 2, … in release order: the ``line`` they are logged with.
     The first ``skip`` are not fed (already in the log). Events the script does not know
     (``counted=False``, or from an abandoned device) are fed at once, without a number.
+
+    A driver's event stays the typed event it made: on release it gets the dealer's clock
+    (``t``: its console line's, else the last one seen; the driver's wall clock is not the
+    day's) and its line's other attached fields, by :func:`dataclasses.replace`
+    (:func:`controller.events.attach`). Only the console's own ``event`` objects are JSON,
+    parsed once where they are fed.
     """
 
     def __init__(self, skip: int = 0, start_t: str | None = None) -> None:
-        self.merger = ConsoleMerger()
+        self.merger: ConsoleMerger[_Held] = ConsoleMerger(_hold_fields)
         self.skip = skip
         self.ordinal = 0
         self.last_t: str | None = start_t  # the dealer's clock (before the first step: start_t)
@@ -116,12 +154,9 @@ class BenchSequencer:
             self.cards = dict(cards) if isinstance(cards, dict) else {}
         self.merger.console_line(line)
 
-    def device_event(self, device: str, event: dict[str, Any], counted: bool = True) -> None:
-        ev = dict(event)
-        ev.pop("t", None)  # the driver's wall clock: the dealer's clock is put back on release
-        if not counted or device in self._abandoned:
-            ev["_live"] = True
-        self.merger.device_event(device, ev, counted)
+    def device_event(self, device: str, event: Event, counted: bool = True) -> None:
+        live = not counted or device in self._abandoned
+        self.merger.device_event(device, _Held(event, live), counted)
 
     def abandon(self, device: str) -> None:
         self._abandoned.add(device)
@@ -130,14 +165,38 @@ class BenchSequencer:
     def waiting_for(self) -> dict[str, int]:
         return self.merger.waiting_for()
 
-    def ready(self) -> list[tuple[dict[str, Any], int | None]]:
-        out: list[tuple[dict[str, Any], int | None]] = []
-        for ev in self.merger.ready():
-            live = bool(ev.pop("_live", False))
-            if "t" in ev:
-                self.last_t = ev["t"]
-            elif self.last_t is not None:
-                ev["t"] = self.last_t
+    def _on_the_dealers_clock(self, held: _Held) -> Event | dict[str, Any]:
+        fields = held.fields
+        if fields is None:
+            return held.event if held.event.t == self.last_t else replace(held.event,
+                                                                          t=self.last_t)
+        if "t" in fields:
+            self.last_t = fields["t"]
+        try:
+            return attach(held.event, {**fields, "t": self.last_t})
+        except EventError:
+            # no event of its type with these fields: handed on as the JSON object it makes,
+            # which the runtime refuses and counts like any bad input
+            record = {k: v for k, v in held.event.to_record().items() if k != "t"}
+            record.update(fields)
+            if "t" not in fields and self.last_t is not None:
+                record["t"] = self.last_t
+            return record
+
+    def ready(self) -> list[tuple[Event | dict[str, Any], int | None]]:
+        out: list[tuple[Event | dict[str, Any], int | None]] = []
+        for item in self.merger.ready():
+            live = False
+            ev: Event | dict[str, Any]
+            if isinstance(item, _Held):
+                live = item.live
+                ev = self._on_the_dealers_clock(item)
+            else:  # a console line's event: JSON, parsed where it is fed
+                ev = item
+                if "t" in ev:
+                    self.last_t = ev["t"]
+                elif self.last_t is not None:
+                    ev["t"] = self.last_t
             if live:
                 out.append((ev, None))
                 continue

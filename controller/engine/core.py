@@ -79,9 +79,9 @@ from controller.events import (
     DeckCheck,
     DeckLot,
     DeviceConnected,
+    DeviceDiagnostic,
     DeviceFault,
     DeviceOk,
-    DeviceReport,
     DiscardsReturned,
     Event,
     PlayersLeft,
@@ -711,7 +711,7 @@ class TableEngine:
         out.append(Note("device_connected", text, data))
         return None
 
-    def _on_device_diagnostic(self, e: DeviceReport, out: list[Output]) -> State | None:
+    def _on_device_diagnostic(self, e: DeviceDiagnostic, out: list[Output]) -> State | None:
         evidence: dict[str, Any] = {k: v for k, v in e.to_record().items()
                                     if k not in ("type", "t", "code")}
         if e.code == "PROTOCOL_ERROR":
