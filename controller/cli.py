@@ -21,6 +21,7 @@ from typing import IO, Any
 from controller import __version__, audit_cli, jsontext
 from controller.app import commands as app_commands
 from controller.audit import AuditLog, AuditLogError
+from controller.audit.chain import DURABILITY_POLICIES, Durability
 from controller.deviations import Deviation, Severity
 from controller.engine import TableEngine, mermaid_chart
 from controller.events import EventError, parse_event
@@ -198,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--profile", required=True, help="profile name or path to a .toml file")
     check.add_argument("--log", help="write the hash-chained audit log to this file")
     check.add_argument("--json", action="store_true", help="one JSON object per deviation")
-    check.add_argument("--durability", default="input", choices=("input", "every", "none"),
+    check.add_argument("--durability", default=Durability.INPUT.value, choices=DURABILITY_POLICIES,
                        help="audit log fsync policy (default: after every input event)")
     check.add_argument("input", help="input events, one JSON object per line ('-' = stdin)")
     check.set_defaults(func=cmd_check)

@@ -10,6 +10,8 @@ import argparse
 import logging
 import sys
 
+from controller.audit.chain import DURABILITY_POLICIES, Durability
+
 
 def _positive(text: str) -> int:
     try:
@@ -101,7 +103,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="anchor file (default: anchors.jsonl beside the logs)")
     bench.add_argument("--pace", type=_seconds, help="seconds between the dealer's steps "
                        "(default: the scenario's, else 0: as fast as the controller reads)")
-    bench.add_argument("--durability", default="input", choices=("input", "every", "none"),
+    bench.add_argument("--durability", default=Durability.INPUT.value,
+                       choices=DURABILITY_POLICIES,
                        help="audit log fsync policy (default: after every input event)")
     bench.add_argument("--stall-timeout", type=_seconds, default=30.0,
                        help="give up after this many seconds without progress (default 30)")

@@ -31,9 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.audit.chain import DURABILITY_POLICIES, Durability
 from controller.audit.files import check_table_id
 from controller.configfile import ConfigFileError, read_toml
 from controller.profiles import Profile, ProfileError, load_profile
+from controller.validation import Invalid, check_bool, check_choice, check_int, check_text
 
 KEYS = ("table", "profile", "decks", "log_dir", "anchors", "anchors_syslog", "key_file",
         "durability", "devices", "allowlist")
@@ -53,7 +55,7 @@ class TableConfig:
     anchors: Path | None = None
     anchors_syslog: bool = True
     key_file: Path | None = None
-    durability: str = "input"
+    durability: str = Durability.INPUT.value
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
     allowlist: list[dict[str, Any]] = field(default_factory=list)
 
@@ -73,9 +75,16 @@ def _string(file: str, raw: Mapping[str, Any], key: str, required: bool = True) 
         if required:
             raise TableConfigError(file, key, "missing")
         return None
-    if not isinstance(value, str) or not value.strip():
-        raise TableConfigError(file, key, f"expected a non-empty string, got {value!r}")
-    return value
+    return _checked(file, check_text, key, value)
+
+
+def _checked(file: str, check: Any, key: str, value: Any) -> Any:
+    """``value`` through its field's check (:mod:`controller.validation`), or the config's
+    error naming the file and the key."""
+    try:
+        return check(key, value)
+    except Invalid as e:
+        raise TableConfigError(file, key, e.why) from None
 
 
 def load_table_config(path: str | Path) -> TableConfig:
@@ -103,17 +112,21 @@ def load_table_config(path: str | Path) -> TableConfig:
     log_dir = _string(file, raw, "log_dir")
     assert log_dir is not None
     decks = raw.get("decks")
-    if decks is not None and (isinstance(decks, bool) or not isinstance(decks, int)
-                              or not profile.decks.min <= decks <= profile.decks.max):
-        raise TableConfigError(file, "decks", f"expected {profile.decks.min}..."
-                               f"{profile.decks.max} decks for {profile.name}, got {decks!r}")
-    syslog = raw.get("anchors_syslog", True)
-    if not isinstance(syslog, bool):
-        raise TableConfigError(file, "anchors_syslog", f"expected true or false, got {syslog!r}")
-    durability = raw.get("durability", "input")
-    if durability not in ("input", "every", "none"):
-        raise TableConfigError(file, "durability",
-                               f"expected input, every or none, got {durability!r}")
+    if decks is not None:
+        try:
+            check_int("decks", decks, profile.decks.min, profile.decks.max)
+        except Invalid:
+            raise TableConfigError(file, "decks", f"expected {profile.decks.min}..."
+                                   f"{profile.decks.max} decks for {profile.name}, "
+                                   f"got {decks!r}") from None
+    syslog = _checked(file, check_bool, "anchors_syslog", raw.get("anchors_syslog", True))
+    durability = raw.get("durability", Durability.INPUT.value)
+    try:
+        durability = check_choice("durability", durability, Durability).value
+    except Invalid:
+        *first, last = DURABILITY_POLICIES
+        raise TableConfigError(file, "durability", f"expected {', '.join(first)} or {last}, "
+                               f"got {durability!r}") from None
     devices = raw.get("devices", {})
     if not isinstance(devices, dict) or not all(isinstance(v, dict) for v in devices.values()):
         raise TableConfigError(file, "devices", "expected tables [devices.<name>]")

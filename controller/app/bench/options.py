@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controller.audit.chain import Durability
+
 EXIT_OK, EXIT_DEVIATION, EXIT_BAD_INPUT, EXIT_FAILED = 0, 1, 2, 3
 DRIVERS = {"shoe": "swp-shoe", "scanner": "swp-scanner", "shuffler": "swp-shuffler"}
 PLAN_KEYS = ("shoes", "rounds_per_block", "decks", "dealer_changes")
@@ -31,7 +33,7 @@ class BenchOptions:
     log: str | None = None
     anchors: str | None = None
     pace: float | None = None
-    durability: str = "input"
+    durability: str = Durability.INPUT.value
     stall_timeout: float = 30.0
     startup_timeout: float = 30.0
     verbose: bool = False

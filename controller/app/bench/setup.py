@@ -20,6 +20,7 @@ from controller.app.bench.options import PLAN_KEYS, BenchError, BenchOptions
 from controller.app.bench.seeds import seed_commitment, seed_nonce
 from controller.app.runtime import CONTROLLER, CONTROLLER_ERROR, LINK_CODES
 from controller.audit import (
+    DURABILITY_POLICIES,
     AnchorSink,
     AuditLog,
     AuditLogError,
@@ -139,8 +140,9 @@ def prepare(opts: BenchOptions, out: IO[str]) -> BenchDay:
         profile = load_profile(profile_arg)
     except ProfileError as e:
         raise BenchError(str(e)) from e
-    if opts.durability not in ("input", "every", "none"):
-        raise BenchError(f"--durability: {opts.durability!r} is not input, every or none")
+    if opts.durability not in DURABILITY_POLICIES:
+        raise BenchError(f"--durability: {opts.durability!r} is not "
+                         f"{', '.join(DURABILITY_POLICIES[:-1])} or {DURABILITY_POLICIES[-1]}")
     seed = opts.seed if opts.seed is not None else (
         scenario.seed if scenario is not None and scenario.seed is not None
         else secrets.randbits(31))
