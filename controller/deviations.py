@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, get_args
 
 
 class Severity(StrEnum):
@@ -23,9 +23,45 @@ class Severity(StrEnum):
     CRITICAL = "critical"
 
 
+DeviationCode = Literal[
+    "CHECK_MISSING",
+    "DECK_INCOMPLETE",
+    "DECK_EXTRA_CARD",
+    "DECK_FOREIGN_CARD",
+    "DECK_COUNT",
+    "DECK_EXPIRED",
+    "SHUFFLE_MISSING",
+    "CUT_MISSING",
+    "CUT_TOO_SHALLOW",
+    "CUT_CARD_MISSING",
+    "CUT_CARD_POSITION",
+    "CUT_CARD_UNEXPECTED",
+    "BURN_COUNT",
+    "CARD_BEFORE_BETS_CLOSED",
+    "PLAY_AFTER_LAST_HAND",
+    "CARD_DUPLICATE",
+    "DISCARDS_NOT_RETURNED",
+    "DEVICE_FAULT",
+    "UNEXPECTED_EVENT",
+    "PROTOCOL_ERROR",
+    "ANCHOR_WRITE_FAILED",
+    "DEVICE_IDENTITY",
+    "SABOT_ROTATION",
+    "DRAW_RULE",
+    "DEALER_DRAW_RULE",
+    "CARD_TO_FINISHED_HAND",
+    "ACTION_NOT_ALLOWED",
+    "DEAL_COUNT",
+    "EXPOSED_CARD",
+    "DUMMY_HAND",
+]
+"""Every deviation code, as a type: the engine and the referees raise codes by name, and the
+type checker refuses a code that is not one of these (the catalog below has one row each)."""
+
+
 @dataclass(frozen=True, slots=True)
 class DeviationSpec:
-    code: str
+    code: DeviationCode
     severity: Severity
     section: str  # profile section whose ``source`` is the rule broken ("" = profile source)
     when: str
@@ -107,14 +143,8 @@ _SPECS = [
 ]
 
 CATALOG: dict[str, DeviationSpec] = {s.code: s for s in _SPECS}
-
-
-def register(spec: DeviationSpec) -> None:
-    """Add a code (the dealing-rule referees register theirs); codes are never redefined."""
-    existing = CATALOG.get(spec.code)
-    if existing is not None and existing != spec:
-        raise ValueError(f"deviation code {spec.code} is already defined differently")
-    CATALOG[spec.code] = spec
+if set(CATALOG) != set(get_args(DeviationCode)) or len(CATALOG) != len(_SPECS):
+    raise AssertionError("the catalog and DeviationCode must list the same codes, once each")
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         raise JsonTextError(f"not decodable: {type(e).__name__}") from None
     # Cheap bound first: depth can be no greater than the number of opening brackets.
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+    if len(raw) > MAX_DEPTH and raw.count(b"[") + raw.count(b"{") > MAX_DEPTH \
+            and _depth(value) > MAX_DEPTH:
         raise JsonTextError(f"nested deeper than {MAX_DEPTH} levels")
     return value
 

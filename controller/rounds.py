@@ -15,15 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from controller.deviations import Deviation
+from controller.deviations import Deviation, DeviationCode
 from controller.events import BetsClosed, CardDrawn
 from controller.outputs import Note, Output
 from controller.profiles import Profile
 
-DeviationFactory = Callable[..., Deviation]
-"""``make(code, message, section=None, **evidence) -> Deviation``, bound to the table's profile."""
+
+class DeviationFactory(Protocol):
+    """``make(code, message, section=None, **evidence) -> Deviation``, bound to the table's
+    profile; ``code`` is one of :data:`~controller.deviations.DeviationCode`."""
+
+    def __call__(self, code: DeviationCode, message: str, section: str | None = None,
+                 **evidence: Any) -> Deviation: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controller.cards import Card, burn_value
-from controller.deviations import CATALOG, Deviation
+from controller.deviations import CATALOG, Deviation, DeviationCode
 from controller.engine.checks import (
     SABOT_ROTATION_K,
     check_composition,
@@ -296,7 +296,7 @@ class TableEngine:
 
     # ------------------------------------------------------------------ deviations
 
-    def _make(self, code: str, message: str, section: str | None = None,
+    def _make(self, code: DeviationCode, message: str, section: str | None = None,
               **evidence: Any) -> Deviation:
         spec = CATALOG[code]
         section = spec.section if section is None else section
