@@ -550,6 +550,34 @@ def parse_event(obj: object) -> Event:
     nothing else, whatever the value: this is where every input becomes an event (a stream
     line, a console command, a device message), so what passes it is safe to log and to
     feed."""
+    if type(obj) is dict and obj.get("type") == "card" and len(obj) <= 3:
+        card = _plain_card(obj)
+        if card is not None:
+            return card
+    return _parse_event(obj)
+
+
+def _plain_card(obj: dict[str, Any]) -> CardDrawn | None:
+    """The most common event of all, ``{"type": "card", "card": "7H", "t": "…"}`` and
+    nothing else, without the general walk: the same checks (short ASCII text, a card, an
+    ISO time) in a few steps. None for anything else, even a bad card: the general path
+    then decides, and names what is wrong (tests/test_events.py holds them equal)."""
+    token = obj.get("card")
+    t = obj.get("t")
+    if type(token) is not str or len(obj) != (2 if t is None else 3) or not token.isascii():
+        return None
+    if t is not None and (type(t) is not str or len(t) > MAX_TEXT or not t.isascii()):
+        return None
+    try:
+        card = parse_card(token)
+    except CardError:
+        return None
+    if t is not None:
+        parse_time(t)  # EventError("t", …), as the general path raises it
+    return CardDrawn(card, t=t)
+
+
+def _parse_event(obj: object) -> Event:
     if not isinstance(obj, dict):
         raise EventError("", f"expected a JSON object, got {type(obj).__name__}")
     kind = obj.get("type")

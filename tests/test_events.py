@@ -89,3 +89,64 @@ def test_deck_check_record_is_sorted_so_no_order_leaks() -> None:
 def test_time_is_normalised_to_utc() -> None:
     event = parse_event({"type": "shuffle", "t": "2026-11-21T12:00:00+02:00"})
     assert event.time is not None and event.time.hour == 10
+
+
+# --------------------------------------------------------------------------- the card fast path
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from controller import events as _events  # noqa: E402
+
+_TOKENS = st.one_of(st.sampled_from(["7H", "10h", " as ", "TD", "1H", "ZZ", "", "7H7", "Qs"]),
+                    st.text(max_size=6), st.integers(), st.none(), st.booleans())
+_TIMES = st.one_of(st.sampled_from(["2026-11-21T10:00:00Z", "2026-11-21T10:00:00.123+01:00",
+                                    "0001-01-01T00:00:00+01:00", "x", "", "2026-13-01T00:00Z"]),
+                   st.text(max_size=30), st.none(), st.integers())
+_EXTRA = st.dictionaries(st.sampled_from(["to", "exposed", "unrequested", "foo"]),
+                         st.one_of(st.text(max_size=4), st.booleans(), st.none()), max_size=2)
+
+
+def _outcome(parse, obj):  # type: ignore[no-untyped-def]
+    try:
+        return parse(obj)
+    except EventError as e:
+        return ("error", e.field, str(e))
+
+
+@given(token=_TOKENS, t=_TIMES, extra=_EXTRA, with_t=st.booleans())
+def test_the_card_fast_path_decides_as_the_general_path(token, t, extra, with_t) -> None:  # type: ignore[no-untyped-def]
+    """parse_event takes a shortcut for the plain card event; on any input it must give
+    the same event, or the same error, as the general path."""
+    obj = {"type": "card", "card": token, **extra}
+    if with_t:
+        obj["t"] = t
+    assert _outcome(parse_event, obj) == _outcome(_events._parse_event, obj)
+
+
+@pytest.mark.parametrize("obj", [
+    {"type": "card", "card": "7H", "t": "x"},
+    {"type": "card", "card": "7H", "t": ""},
+    {"type": "card", "card": "7H", "t": "0001-01-01T00:00:00+01:00"},
+    {"type": "card", "card": "7H", "t": "2026-11-21T10:00:00Z" + " " * 1000},
+    {"type": "card", "card": "7H", "t": "2026-11-21T10:00:00\u00e9"},
+    {"type": "card", "card": "7H", "t": "\ud800"},
+    {"type": "card", "card": "7H", "t": None},
+    {"type": "card", "card": "7H", "t": 5},
+    {"type": "card", "card": "7\u00e9"},
+    {"type": "card", "card": "X" * 2000},
+    {"type": "card", "card": "ZZ", "t": "2026-11-21T10:00:00Z"},
+    {"type": "card", "card": 7},
+    {"type": "card", "card": "10h", "t": "2026-11-21T10:00:00+02:00"},
+    {"type": "card", "card": "7H", "foo": "bar"},
+])
+def test_the_card_fast_path_on_the_edges(obj: dict) -> None:
+    assert _outcome(parse_event, obj) == _outcome(_events._parse_event, obj)
+
+
+def test_the_card_fast_path_is_taken_for_the_plain_card(mocker) -> None:  # type: ignore[no-untyped-def]
+    general = mocker.spy(_events, "_parse_event")
+    parse_event({"type": "card", "card": "7H", "t": "2026-11-21T10:00:00Z"})
+    assert general.call_count == 0
+    parse_event({"type": "card", "card": "7H", "to": "P3"})
+    assert general.call_count == 1
