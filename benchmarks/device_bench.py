@@ -4,7 +4,7 @@ Prints, from one run on this machine:
 
 - **card latency**: from the simulator's last byte of a card frame (``os.write`` of the
   CARD_OUT frame on the pty's master returned, in the simulator's process) to the card's
-  audit record being durable (``AuditLog.input`` returned after its fsync, in the
+  audit record being durable (``AuditLog.input_event`` returned after its fsync, in the
   controller's engine thread), p50 and p99 over ``--cards`` cards (at least 2000). The
   controller is the real one: ``ShoeDriver`` on pyserial on the pty, the
   ``TableRuntime``'s engine thread, ``TableSession.feed`` with the default durability.
@@ -192,7 +192,7 @@ def card_latency(directory: Path, shoes: int, min_cards: int) -> tuple[list[floa
     log = AuditLog.open(directory / "latency.jsonl", durability="input")
     durable: list[float] = []
     synced: list[float] = []  # the card's own fsync, to take out of its software time
-    plain_input = log.input
+    plain_input = log.input_event
     sink = log.writer._sink
     plain_sync = sink.sync
     spent = [0.0]
@@ -204,15 +204,14 @@ def card_latency(directory: Path, shoes: int, min_cards: int) -> tuple[list[floa
 
     sink.sync = timed_sync  # type: ignore[method-assign]
 
-    def timed_input(event: Any, **kw: Any) -> dict[str, Any]:
+    def timed_input(event: Any, **kw: Any) -> None:
         spent[0] = 0.0
-        record = plain_input(event, **kw)
-        if event.get("type") == "card":
+        plain_input(event, **kw)
+        if event.type == "card":
             durable.append(time.monotonic())
             synced.append(spent[0])
-        return record
 
-    log.input = timed_input  # type: ignore[method-assign]
+    log.input_event = timed_input  # type: ignore[method-assign]
     session = TableSession(profile, log, {"command": "device_bench"})
     session.start("T1")
     fed = threading.Semaphore(0)
