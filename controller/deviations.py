@@ -31,6 +31,7 @@ DeviationCode = Literal[
     "DECK_COUNT",
     "DECK_EXPIRED",
     "SHUFFLE_MISSING",
+    "SHUFFLE_SUSPECT",
     "CUT_MISSING",
     "CUT_TOO_SHALLOW",
     "CUT_CARD_MISSING",
@@ -85,6 +86,10 @@ _SPECS = [
     DeviationSpec("SHUFFLE_MISSING", Severity.CRITICAL, "shuffle",
                   "cards loaded (or a stud round dealt) without a shuffle since the last shoe "
                   "or since players left"),
+    DeviationSpec("SHUFFLE_SUSPECT", Severity.CRITICAL, "shuffle_screen",
+                  "the dealt order follows the order the pack was in before the shuffle "
+                  "(new-deck order, the last shoe's discards) far beyond chance: an "
+                  "unshuffled, cut-only, barely riffled or falsely shuffled pack, or a slug"),
     DeviationSpec("CUT_MISSING", Severity.WARNING, "cut",
                   "cards loaded or dealt without a cut where the profile requires one"),
     DeviationSpec("CUT_TOO_SHALLOW", Severity.WARNING, "cut",

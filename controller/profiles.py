@@ -151,6 +151,24 @@ class DealingRule(Section):
 
 
 @dataclass(frozen=True)
+class ShuffleScreenRule(Section):
+    """Shuffle screening (docs/shuffle-screening.md): the dealt order held against the
+    order the pack was in before the shuffle."""
+
+    enabled: bool = _flag("screen every shoe's dealt order for an unshuffled, weakly "
+                          "shuffled or falsely shuffled pack (SHUFFLE_SUSPECT)")
+    false_alarm_one_in: int = _num(1_000, 1_000_000_000_000,
+                                   "the whole screen's false alarm rate: at most one in "
+                                   "this many fairly shuffled shoes")
+    run_test: bool = _flag("the run test: long runs of the reference order (an unshuffled "
+                           "or cut-only pack, a slug kept from the last shoe)")
+    continuation_test: bool = _flag("the continuation test: cards that keep continuing the "
+                                    "reference among the last few (riffles, weak shuffles)")
+    previous_shoe: bool = _flag("also hold each shoe against the previous shoe's discards "
+                                "(round by round piles), not only against new-deck order")
+
+
+@dataclass(frozen=True)
 class BaccaratRule(Section):
     """Baccarat family: the drawing tableau the referee enforces, and shoe passing."""
 
@@ -212,6 +230,7 @@ class Profile:
     exposed_card: ExposedCardRule
     shuffler: ShufflerRule
     dealing: DealingRule
+    shuffle_screen: ShuffleScreenRule
     baccarat: BaccaratRule | None = None
     blackjack: BlackjackRule | None = None
     stud: StudRule | None = None
@@ -327,6 +346,14 @@ def _cross_check(p: Profile, file: str) -> None:
         raise ProfileError(
             file, "card_source", "hand-dealt games use neither a cut card nor a burn"
         )
+    sc = p.shuffle_screen
+    if sc.enabled and p.card_source == "shuffler":
+        raise ProfileError(
+            file, "shuffle_screen.enabled", "must be false with a continuous shuffler: its "
+            "cards go back a round at a time, so no shoe has an order to screen")
+    if sc.enabled and not (sc.run_test or sc.continuation_test):
+        raise ProfileError(file, "shuffle_screen.run_test",
+                           "an enabled screen needs run_test or continuation_test")
     if p.cut.min_each_side * 2 > p.decks.min * 52:
         raise ProfileError(
             file, "cut.min_each_side",

@@ -1,0 +1,158 @@
+"""Trials of the shuffle screen: simulated shoes, fair or shuffled by a weak model, fed
+to :class:`controller.screening.ShuffleScreen` as the engine feeds it.
+
+A shoe's **shape** (how many cards each round's pile holds, burns included, in the order
+played) comes from the simulated dealer's correct days of a profile, so piles and depths
+are the game's own: 4–6 cards a baccarat hand, a blackjack round of 1–7 boxes, the cut
+card where the profile puts it. The order of the cards is then drawn separately — fair
+(uniform) or by a model of :mod:`simulators.shuffles` — since the screen looks only at
+the order and the piles. ``benchmarks/shuffle_screen.py`` runs these trials in bulk;
+tests/test_shuffle_screen.py runs a quick set. (It lives beside the benchmarks: it joins the
+controller's screen to the simulators' shuffles, which no layer of the product may do.)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from controller.cards import Card, pack
+from controller.profiles import Profile
+from controller.screening import Finding, ScreenSettings, ShuffleScreen
+from simulators import shuffles
+from simulators.dealer import DayPlan, table_day
+
+Shape = tuple[int, ...]  # cards per pile, in the order dealt
+
+
+def shapes_for(profile: Profile, seed: int = 0, shoes: int = 6) -> list[Shape]:
+    """The pile sizes of the shoes of correct simulated days of ``profile``."""
+    out: list[Shape] = []
+    plan = DayPlan(shoes=shoes, rounds_per_block=3, dealer_changes=True)
+    current: list[int] = []
+    pile = 0
+    for step in table_day(profile, seed, plan):
+        t = step.event["type"]
+        if t == "shuffle" and (current or pile):
+            out.append(tuple(current + ([pile] if pile else [])))
+            current, pile = [], 0
+        elif t == "card":
+            pile += 1
+        elif t == "round_end" and pile:
+            current.append(pile)
+            pile = 0
+    if current or pile:
+        out.append(tuple(current + ([pile] if pile else [])))
+    return out
+
+
+def settings_for(profile: Profile) -> ScreenSettings:
+    s = profile.shuffle_screen
+    return ScreenSettings(s.enabled, s.false_alarm_one_in, s.run_test, s.continuation_test,
+                          s.previous_shoe)
+
+
+@dataclass
+class ShoeResult:
+    finding: Finding | None
+    dealt: list[Card]
+    piles: list[list[Card]]
+    unread: list[Card]
+
+    @property
+    def position(self) -> int | None:
+        return self.finding.position if self.finding else None
+
+
+def deal(screen: ShuffleScreen, order: Sequence[Card], shape: Shape, shoe: int
+         ) -> ShoeResult:
+    """Deal ``order`` by ``shape`` through ``screen`` (a new shoe); stop feeding at the
+    first finding, but report the whole shoe's piles."""
+    screen.start_shoe(shoe)
+    finding: Finding | None = None
+    piles: list[list[Card]] = []
+    i = 0
+    for size in shape:
+        pile = list(order[i:i + size])
+        i += size
+        for c in pile:
+            got = screen.card(c)
+            if got is not None and finding is None:
+                finding = got
+        got = screen.round_end()
+        if got is not None and finding is None:
+            finding = got
+        piles.append(pile)
+    return ShoeResult(finding, list(order[:i]), piles, list(order[i:]))
+
+
+Model = Callable[[list[Card], random.Random], list[Card]]
+
+MODELS: dict[str, tuple[str, Model]] = {
+    # name: (which order it works on, model); "new-deck": the first shoe after a check,
+    # "previous": the previous shoe's discards
+    "unshuffled": ("new-deck", lambda o, r: shuffles.cut(o, r, 0)),
+    "cut only": ("new-deck", lambda o, r: shuffles.cut(o, r)),
+    "1 riffle": ("new-deck", lambda o, r: shuffles.cut(shuffles.riffle(o, r, 1), r)),
+    "2 riffles": ("new-deck", lambda o, r: shuffles.cut(shuffles.riffle(o, r, 2), r)),
+    "3 riffles": ("new-deck", lambda o, r: shuffles.cut(shuffles.riffle(o, r, 3), r)),
+    "shelf pass (10)": ("new-deck", lambda o, r: shuffles.cut(shuffles.shelf_pass(o, r, 10), r)),
+    "discards cut only": ("previous", lambda o, r: shuffles.cut(o, r)),
+    "discards 1 riffle": ("previous", lambda o, r: shuffles.cut(shuffles.riffle(o, r, 1), r)),
+    "discards 2 riffles": ("previous", lambda o, r: shuffles.cut(shuffles.riffle(o, r, 2), r)),
+    "discards 3 riffles": ("previous", lambda o, r: shuffles.cut(shuffles.riffle(o, r, 3), r)),
+    "discards shelf pass": ("previous",
+                            lambda o, r: shuffles.cut(shuffles.shelf_pass(o, r, 10), r)),
+    "slug 20": ("previous", lambda o, r: _slug(o, r, 20)),
+    "slug 40": ("previous", lambda o, r: _slug(o, r, 40)),
+    "slug 60": ("previous", lambda o, r: _slug(o, r, 60)),
+}
+
+
+def _slug(order: list[Card], rng: random.Random, length: int) -> list[Card]:
+    # the slug comes from the cards that were read (the discards' rounds), where it can be
+    # seen; the unread cards at the end of the discards are the last `unread` of `order`
+    return shuffles.with_slug(order, rng, length, start=None)
+
+
+def model_trial(profile: Profile, model: str, shape_prev: Shape, shape: Shape,
+                rng: random.Random, settings: ScreenSettings | None = None
+                ) -> tuple[int | None, int]:
+    """One shoe shuffled by ``model``: (cards read when the screen fired or None, cards
+    read in the shoe)."""
+    decks = profile.decks.max
+    screen = ShuffleScreen(settings or settings_for(profile), decks)
+    screen.deck_check()
+    where, fn = MODELS[model]
+    if where == "new-deck":
+        order = fn(pack(decks), rng)
+        result = deal(screen, order, shape, 1)
+    else:
+        first = pack(decks)
+        rng.shuffle(first)
+        prev = deal(screen, first, shape_prev, 1)
+        pile = shuffles.collected(prev.piles, prev.unread)
+        if model.startswith("slug"):
+            read = len(prev.dealt)
+            length = int(model.split()[1])
+            order = shuffles.with_slug(pile, rng, length,
+                                       start=rng.randrange(max(1, read - length + 1)),
+                                       within=sum(shape))
+        else:
+            order = fn(pile, rng)
+        result = deal(screen, order, shape, 2)
+    return result.position, sum(shape)
+
+
+def null_day(profile: Profile, shapes: Sequence[Shape], rng: random.Random,
+             settings: ScreenSettings | None = None) -> Iterator[Finding | None]:
+    """Fairly shuffled shoes one after the other (each held against the last): the
+    finding of each shoe (None: no alarm)."""
+    decks = profile.decks.max
+    screen = ShuffleScreen(settings or settings_for(profile), decks)
+    screen.deck_check()
+    cards = pack(decks)
+    for n, shape in enumerate(shapes, 1):
+        rng.shuffle(cards)
+        yield deal(screen, cards, shape, n).finding

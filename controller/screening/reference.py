@@ -1,0 +1,115 @@
+"""Reference orders: the order the pack was in before the shuffle, as a relation on faces.
+
+The screen asks of each dealt card "does it *continue* the reference order from the card
+(or cards) just dealt?". With twins that question is about faces: face ``g`` continues
+face ``f`` when some card of face ``g`` lies next to some card of face ``f`` in the
+reference. A :class:`Reference` holds, for each face, the mask of the faces related to it
+(:mod:`controller.screening.faces`); the statistics count, exactly, how many of the cards
+still to come are related, so the chance of a continuation under a fair shuffle is known
+card by card whatever the twins.
+
+Two references exist:
+
+- **new-deck order** — after a composition check the decks lie in suit and rank order
+  (the live guide has every deck spread "by suit and sequence", 002 §2 3.1.2; new decks
+  come so). Face ``f``'s neighbours are the faces before and after it (either direction:
+  a pack can be turned over), cyclically (the last card of one deck touches the first of
+  the next). The audit log keeps a check's cards sorted, so this order is the
+  composition's, never the read order.
+- **previous shoe's discards** — the cards dealt in the last shoe, collected round by
+  round (002 §2 3.6, §3 3.6: right to left, one on top of the other, so hands can be laid
+  out again). How a round's cards lie in its pile depends on the dealer's hand and the
+  direction of collection, so a round is a **pile**: any two of its cards are neighbours,
+  in either order. Burned cards join the pile of the round they precede. The cards
+  never read (behind the cut card) can be anywhere: they relate to nothing.
+
+  With twins, "the piles holding a 7♥" are up to eight; once a run has gone on, the
+  piles it can be in narrow to those holding every card of it (the screen tracks that
+  set), so a run through one pile is judged against that pile's faces only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from controller.screening.faces import FACES, FIELD, face_card, mask_of
+
+NEW_DECK = "new-deck"
+PREVIOUS_SHOE = "previous-shoe"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One reference order: its kind, what it is (for the evidence), and per face the mask
+    of related faces."""
+
+    kind: str
+    description: str
+    related: tuple[int, ...]
+    details: dict[str, object] = field(default_factory=dict)
+    #: piles only: per face, the bitmask of the piles holding a card of it …
+    piles_of: tuple[int, ...] = ()
+    #: … and per pile, the mask of its faces
+    pile_faces: tuple[int, ...] = ()
+
+    @property
+    def has_piles(self) -> bool:
+        return bool(self.pile_faces)
+
+    def faces_of(self, piles: int) -> int:
+        """The mask of the faces of a set of piles (a bitmask over pile numbers)."""
+        out = 0
+        pile_faces = self.pile_faces
+        while piles:
+            low = piles & -piles
+            out |= pile_faces[low.bit_length() - 1]
+            piles ^= low
+        return out
+
+    def lag_one_chance(self) -> float:
+        """The chance, under a fair shuffle, that a card continues the card before it once
+        the run has found its place (one pile; for new-deck order, the two neighbours):
+        how sparse the relation is."""
+        masks = self.pile_faces or self.related
+        if not masks:
+            return 0.0
+        sizes = [sum(1 for g in range(FACES) if m & FIELD[g]) for m in masks]
+        return sum(sizes) / len(sizes) / FACES
+
+
+def new_deck_reference(source: str = "composition check") -> Reference:
+    related = tuple(FIELD[(f - 1) % FACES] | FIELD[(f + 1) % FACES] for f in range(FACES))
+    return Reference(NEW_DECK, f"new-deck order ({source})", related,
+                     {"order": "new-deck", "after": source})
+
+
+def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int) -> Reference:
+    """The previous shoe's discards: ``piles`` are the faces of each round's pile (burns
+    included), in the order dealt; ``pack`` the pack's size (the rest were never read)."""
+    related = [0] * FACES
+    piles_of = [0] * FACES
+    pile_faces: list[int] = []
+    read = 0
+    for pile in piles:
+        read += len(pile)
+        if not pile:
+            continue
+        counts = Counter(pile)
+        whole = mask_of(counts)
+        bit = 1 << len(pile_faces)
+        pile_faces.append(whole)
+        for f, n in counts.items():
+            piles_of[f] |= bit
+            related[f] |= whole if n >= 2 else whole & ~FIELD[f]
+    rounds = sum(1 for p in piles if p)
+    description = (f"shoe {shoe}'s discards: {rounds} round pile(s), {read} card(s) read, "
+                   f"{max(0, pack - read)} never read")
+    return Reference(PREVIOUS_SHOE, description, tuple(related),
+                     {"order": "previous-shoe", "shoe": shoe, "piles": rounds, "read": read,
+                      "unread": max(0, pack - read)}, tuple(piles_of), tuple(pile_faces))
+
+
+def faces_text(faces: Sequence[int]) -> list[str]:
+    return [str(face_card(f)) for f in faces]

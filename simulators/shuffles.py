@@ -1,0 +1,111 @@
+"""Shuffle models: how a pack comes out of a good, a weak or a false shuffle.
+
+The simulated devices use them as faults (a batch shuffler that only riffles, that keeps
+a slug of the last shoe, a single pass of a shelf shuffler) and the shuffle-screen
+benchmark measures the screen's power against them. Each takes the pack's order before
+the shuffle (first card first) and a random source, and returns the order after it; the
+randomness lives here, never in the controller.
+
+- :func:`riffle` — the Gilbert–Shannon–Reeds model (Gilbert 1955, Reeds 1981; Bayer &
+  Diaconis 1992): cut binomially, then drop cards from each packet with chance
+  proportional to its size.
+- :func:`shelf_pass` — one pass of a shelf shuffler (Diaconis, Fulman & Holmes 2013): each
+  card in turn goes to a uniformly chosen shelf, on its top or its bottom with chance 1/2;
+  the shelves are then unloaded one after the other.
+- :func:`with_slug` — a false shuffle: a fair shuffle except that ``length`` consecutive
+  cards of the previous order stay together, in their order, somewhere in the pack.
+- :func:`cut` — a cut (a rotation), which is all an "unshuffled" pack gets.
+- :func:`collected` — a shoe's discards as a pile: each round's cards picked up together
+  (right to left, one on another: the reverse of the dealing order within the round),
+  rounds stacked in order, then the cards never read.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def cut(order: Sequence[T], rng: random.Random, offset: int | None = None) -> list[T]:
+    n = len(order)
+    k = rng.randrange(n) if offset is None else offset % max(1, n)
+    return list(order[k:]) + list(order[:k])
+
+
+def riffle(order: Sequence[T], rng: random.Random, times: int = 1) -> list[T]:
+    """``times`` GSR riffle shuffles."""
+    cards = list(order)
+    n = len(cards)
+    for _ in range(times):
+        k = sum(rng.getrandbits(1) for _ in range(n))  # Binomial(n, 1/2)
+        left, right = cards[:k], cards[k:]
+        i = j = 0
+        out: list[T] = []
+        a, b = len(left), len(right)
+        while a or b:
+            if rng.random() * (a + b) < a:
+                out.append(left[i])
+                i += 1
+                a -= 1
+            else:
+                out.append(right[j])
+                j += 1
+                b -= 1
+        cards = out
+    return cards
+
+
+def shelf_pass(order: Sequence[T], rng: random.Random, shelves: int = 10) -> list[T]:
+    """One pass of a ``shelves``-shelf shuffler (DFH 2013)."""
+    tops: list[list[T]] = [[] for _ in range(shelves)]
+    bottoms: list[list[T]] = [[] for _ in range(shelves)]
+    for c in order:
+        s = rng.randrange(shelves)
+        (tops if rng.getrandbits(1) else bottoms)[s].append(c)
+    out: list[T] = []
+    for s in range(shelves):
+        out.extend(reversed(tops[s]))  # each card put on top covers the ones before it
+        out.extend(bottoms[s])
+    return out
+
+
+def with_slug(previous: Sequence[T], rng: random.Random, length: int,
+              start: int | None = None, within: int | None = None) -> list[T]:
+    """A fair shuffle of ``previous`` except a slug of ``length`` consecutive cards of it
+    (from ``start``, default anywhere), kept in order, at a random place among the first
+    ``within`` cards of the pack (default: anywhere) — a slug meant to be dealt lies in
+    front of the cut card."""
+    n = len(previous)
+    length = max(0, min(length, n))
+    s = rng.randrange(n - length + 1) if start is None else max(0, min(start, n - length))
+    slug = list(previous[s:s + length])
+    rest = list(previous[:s]) + list(previous[s + length:])
+    rng.shuffle(rest)
+    room = len(rest) if within is None else max(0, min(len(rest), within - length))
+    at = rng.randrange(room + 1)
+    return rest[:at] + slug + rest[at:]
+
+
+def collected(rounds: Sequence[Sequence[T]], unread: Sequence[T]) -> list[T]:
+    """The discards of a shoe as one pack: each round picked up as a pile (the reverse of
+    its dealing order), the rounds in the order played, then the cards never read."""
+    out: list[T] = []
+    for r in rounds:
+        out.extend(reversed(r))
+    out.extend(unread)
+    return out
+
+
+def rest_of(pack: Sequence[T], dealt: Sequence[T]) -> list[T]:
+    """The cards of ``pack`` not in ``dealt`` (as multisets), in pack order."""
+    left = Counter(pack) - Counter(dealt)
+    out = []
+    for c in pack:
+        if left[c] > 0:
+            out.append(c)
+            left[c] -= 1
+    return out

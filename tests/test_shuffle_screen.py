@@ -1,0 +1,227 @@
+"""The shuffle screen (controller/screening): the literature it rests on, exact chances
+with twins, every bad shuffle model flagged, fair shuffles never (a quick set; the
+100,000-shoe run is benchmarks/shuffle_screen.py)."""
+
+from __future__ import annotations
+
+import ast
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from benchmarks.screen_trials import (
+    MODELS,
+    deal,
+    model_trial,
+    null_day,
+    settings_for,
+    shapes_for,
+)
+from controller.cards import Card, deck, pack
+from controller.profiles import load_profile, profile_names
+from controller.screening import ScreenSettings, ShuffleScreen
+from controller.screening.faces import FACES, Remaining, face_card, face_index, mask_of
+from controller.screening.reference import new_deck_reference, pile_reference
+from controller.screening.rising import (
+    eulerian,
+    rising_law,
+    rising_sequences,
+    total_variation,
+)
+from controller.screening.sequential import Thresholds
+from simulators import shuffles
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOE_PROFILES = [n for n in profile_names()
+                 if load_profile(n).shuffle_screen.enabled and load_profile(n).card_source == "shoe"]
+
+
+# ----------------------------------------------------------------------------- literature
+
+def test_bayer_diaconis_total_variation_table_for_52_cards() -> None:
+    # Bayer & Diaconis 1992, Table 1: k riffles of 52 cards, distance to uniform
+    published = [1.000, 1.000, 1.000, 1.000, 0.924, 0.614, 0.334, 0.167, 0.085, 0.043]
+    assert [round(float(total_variation(52, k)), 3) for k in range(1, 11)] == published
+
+
+def test_eulerian_numbers_count_every_arrangement_by_rising_sequences() -> None:
+    assert eulerian(4) == (1, 11, 11, 1)
+    assert sum(eulerian(10)) == math.factorial(10)
+    for k in (1, 3, 6):
+        assert sum(rising_law(52, k)) == 1
+    # one riffle leaves at most two rising sequences
+    assert all(p == 0 for p in rising_law(52, 1)[2:])
+
+
+def test_gsr_riffles_leave_the_rising_sequences_bayer_diaconis_predict() -> None:
+    rng = random.Random(3)
+    n, k, trials = 13, 2, 3000
+    seen = Counter(rising_sequences(shuffles.riffle(list(range(n)), rng, k))
+                   for _ in range(trials))
+    law = rising_law(n, k)
+    assert max(seen) <= 2 ** k
+    for r in range(1, 2 ** k + 1):
+        expected = float(law[r - 1]) * trials
+        assert abs(seen[r] - expected) < 5 * math.sqrt(expected + 1), (r, seen[r], expected)
+
+
+# ----------------------------------------------------------------------------- faces, twins
+
+def test_faces_are_new_deck_order_and_counts_are_exact_with_twins() -> None:
+    assert [face_index(c) for c in deck()] == list(range(FACES))
+    assert all(face_card(face_index(c)) == c for c in deck())
+    rem = Remaining(8)
+    assert rem.total == 416 and rem.among(mask_of(range(FACES))) == 416
+    seven = face_index(Card("7", "H"))
+    for left in range(7, -1, -1):
+        assert rem.among(mask_of([seven])) == left + 1
+        assert rem.take(seven)
+    assert not rem.take(seven)  # a ninth 7H in 8 decks: not counted
+    assert rem.total == 408 and rem.among(mask_of([seven, seven + 1])) == 8
+
+
+def test_pile_reference_relates_cards_of_one_round_only() -> None:
+    f = face_index
+    piles = [[f(Card("2", "S")), f(Card("9", "D")), f(Card("K", "C"))],
+             [f(Card("2", "S")), f(Card("2", "S"))], [f(Card("5", "H"))]]
+    ref = pile_reference(piles, 416, 1)
+    two = f(Card("2", "S"))
+    related = {face_card(g) for g in range(FACES) if ref.related[two] & mask_of([g])}
+    assert related == {Card("9", "D"), Card("K", "C"), Card("2", "S")}
+    assert ref.related[f(Card("5", "H"))] == 0  # alone in its pile
+    assert ref.piles_of[two] == 0b011
+    assert ref.details["read"] == 6 and ref.details["unread"] == 410
+
+
+def test_thresholds_split_the_false_alarm_rate() -> None:
+    t = Thresholds(1e-6, 3, 416)
+    assert t.each == pytest.approx(1e-6 / 3)
+    assert t.run == pytest.approx(math.log(416 * 3e6))
+    assert t.continuation == pytest.approx(math.log(3e6))
+    assert ScreenSettings().tests == 3
+    assert ScreenSettings(previous_shoe=False).tests == 2
+    assert ScreenSettings(continuation_test=False).tests == 2
+
+
+# ----------------------------------------------------------------------------- findings
+
+def _screen_after_check(decks: int = 8, **kw: object) -> ShuffleScreen:
+    s = ShuffleScreen(ScreenSettings(**kw), decks)  # type: ignore[arg-type]
+    s.deck_check()
+    return s
+
+
+def _first(screen: ShuffleScreen, cards: list[Card], shoe: int = 1):
+    screen.start_shoe(shoe)
+    for c in cards:
+        got = screen.card(c)
+        if got is not None:
+            return got
+    return screen.end_shoe()
+
+
+def test_an_unshuffled_cut_pack_is_caught_within_ten_cards_with_its_evidence() -> None:
+    cards = shuffles.cut(pack(8), random.Random(0), 49)  # JC QC KC AS 2S …
+    finding = _first(_screen_after_check(), cards)
+    assert finding is not None
+    assert finding.raised_at <= 10 and finding.position <= 8
+    ev = finding.evidence()
+    assert ev["test"] == "run" and ev["reference"] == "new-deck"
+    assert ev["value"] >= ev["threshold"]
+    assert [r["card"] for r in ev["run"][:4]] == ["JC", "QC", "KC", "AS"]
+    assert ev["run"][0]["position"] == 1 and all(r["continues"] for r in ev["run"][1:])
+    assert ev["continued"] == ev["judged"] and ev["expected"] < 1
+    assert "new-deck order" in finding.message() and "1 in 1,000,000" in finding.message()
+
+
+def test_a_pack_dealt_backwards_is_caught_too() -> None:
+    cards = list(reversed(pack(6)))
+    finding = _first(_screen_after_check(6), cards)
+    assert finding is not None and finding.position <= 8
+
+
+def test_a_disabled_screen_and_a_screen_before_any_shoe_say_nothing() -> None:
+    cards = pack(8)
+    assert _first(_screen_after_check(enabled=False), cards) is None
+    idle = ShuffleScreen(ScreenSettings(), 8)
+    assert all(idle.card(c) is None for c in cards)
+
+
+def test_the_same_cards_give_the_same_decisions() -> None:
+    rng = random.Random(9)
+    cards = shuffles.riffle(pack(8), rng, 2)
+    a = _first(_screen_after_check(), cards)
+    b = _first(_screen_after_check(), cards)
+    assert a is not None and a == b
+
+
+def test_a_slug_of_the_last_shoe_is_caught_and_named() -> None:
+    profile = load_profile("live-baccarat")
+    shapes = shapes_for(profile, 1, shoes=2)
+    rng = random.Random(4)
+    screen = ShuffleScreen(settings_for(profile), 8)
+    screen.deck_check()
+    first = pack(8)
+    rng.shuffle(first)
+    prev = deal(screen, first, shapes[0], 1)
+    assert prev.finding is None
+    pile = shuffles.collected(prev.piles, prev.unread)
+    order = shuffles.with_slug(pile, rng, 40, start=100, within=200)
+    got = deal(screen, order, shapes[1], 2).finding
+    assert got is not None and got.reference == "previous-shoe" and got.test == "run"
+    assert got.details["shoe"] == 1
+    slug = {str(c) for c in pile[100:140]}
+    assert {c for _, c, hit in got.run if hit} <= slug
+
+
+# ----------------------------------------------------------------------------- by simulation
+
+@pytest.mark.parametrize("name", SHOE_PROFILES)
+def test_fair_shoes_raise_nothing(name: str) -> None:
+    profile = load_profile(name)
+    shapes = shapes_for(profile, 2)
+    findings = list(null_day(profile, [shapes[i % len(shapes)] for i in range(60)],
+                             random.Random(name)))
+    assert findings == [None] * 60
+
+
+@pytest.mark.parametrize("name", SHOE_PROFILES)
+@pytest.mark.parametrize("model", ["unshuffled", "cut only", "1 riffle", "2 riffles", "slug 40"])
+def test_every_bad_shuffle_is_flagged_in_every_shoe_profile(name: str, model: str) -> None:
+    profile = load_profile(name)
+    if model.startswith("slug") and not profile.shuffle_screen.previous_shoe:
+        pytest.skip("no previous shoe to keep a slug of (new cards every shoe)")
+    shapes = shapes_for(profile, 3)
+    rng = random.Random(f"{name}:{model}")
+    for i in range(4):
+        found, read = model_trial(profile, model, shapes[i % len(shapes)],
+                                  shapes[(i + 1) % len(shapes)], rng)
+        assert found is not None, (name, model, i)
+        if model in ("unshuffled", "cut only"):
+            assert found <= 10
+
+
+def test_stud_poker_catches_an_unshuffled_deck_in_one_round() -> None:
+    profile = load_profile("gr-stud-poker")
+    screen = ShuffleScreen(settings_for(profile), 1)
+    screen.deck_check()
+    cards = shuffles.cut(pack(1), random.Random(1), 23)[:10]  # one player: 10 cards
+    assert deal(screen, cards, (10,), 1).finding is not None
+
+
+def test_every_model_named_in_the_benchmark_exists() -> None:
+    assert {"unshuffled", "cut only", "1 riffle", "2 riffles", "3 riffles", "shelf pass (10)",
+            "slug 20", "slug 40", "slug 60"} <= set(MODELS)
+
+
+def test_the_screen_is_pure() -> None:
+    for path in (ROOT / "controller" / "screening").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                 for a in n.names}
+        names |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
+                  if isinstance(n, ast.ImportFrom)}
+        assert not names & {"random", "secrets", "time", "datetime", "os", "io", "numpy"}, path
