@@ -61,8 +61,9 @@ class ShoeResult:
     unread: list[Card]
 
     @property
-    def position(self) -> int | None:
-        return self.finding.position if self.finding else None
+    def raised_at(self) -> int | None:
+        """Cards read when the finding was raised (None: no finding)."""
+        return self.finding.raised_at if self.finding else None
 
 
 def deal(screen: ShuffleScreen, order: Sequence[Card], shape: Shape, shoe: int
@@ -111,16 +112,16 @@ MODELS: dict[str, tuple[str, Model]] = {
 
 
 def _slug(order: list[Card], rng: random.Random, length: int) -> list[Card]:
-    # the slug comes from the cards that were read (the discards' rounds), where it can be
-    # seen; the unread cards at the end of the discards are the last `unread` of `order`
-    return shuffles.with_slug(order, rng, length, start=None)
+    # model_trial places slugs itself: from the cards that were read, in front of the
+    # new shoe's cut card (where they are dealt)
+    return shuffles.with_slug(order, rng, length)
 
 
 def model_trial(profile: Profile, model: str, shape_prev: Shape, shape: Shape,
                 rng: random.Random, settings: ScreenSettings | None = None
                 ) -> tuple[int | None, int]:
-    """One shoe shuffled by ``model``: (cards read when the screen fired or None, cards
-    read in the shoe)."""
+    """One shoe shuffled by ``model``: (cards read when the screen raised its finding, or
+    None; for a slug counted from the slug's first card) and the cards read in the shoe."""
     decks = profile.decks.max
     screen = ShuffleScreen(settings or settings_for(profile), decks)
     screen.deck_check()
@@ -136,13 +137,16 @@ def model_trial(profile: Profile, model: str, shape_prev: Shape, shape: Shape,
         if model.startswith("slug"):
             read = len(prev.dealt)
             length = int(model.split()[1])
-            order = shuffles.with_slug(pile, rng, length,
-                                       start=rng.randrange(max(1, read - length + 1)),
-                                       within=sum(shape))
-        else:
-            order = fn(pile, rng)
+            start = rng.randrange(max(1, read - length + 1))
+            order = shuffles.with_slug(pile, rng, length, start=start, within=sum(shape))
+            first = next(i for i in range(len(order))
+                         if order[i:i + length] == pile[start:start + length])
+            result = deal(screen, order, shape, 2)
+            found = result.raised_at
+            return (None if found is None or found <= first else found - first), sum(shape)
+        order = fn(pile, rng)
         result = deal(screen, order, shape, 2)
-    return result.position, sum(shape)
+    return result.raised_at, sum(shape)
 
 
 def null_day(profile: Profile, shapes: Sequence[Shape], rng: random.Random,

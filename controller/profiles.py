@@ -204,6 +204,13 @@ class StudRule(Section):
     raise_multiple: int = _num(1, 10, "the raise is this many times the ante")
 
 
+SCREEN_ABSENT = ShuffleScreenRule(
+    source="none: recorded before shuffle screening", enabled=False,
+    false_alarm_one_in=1_000_000, run_test=False, continuation_test=False,
+    previous_shoe=False)
+"""The screen of a profile that has no ``[shuffle_screen]`` (an older log's header): off."""
+
+
 GAME_SECTIONS: dict[str, tuple[str, ...]] = {
     "baccarat": ("baccarat", "chemin-de-fer", "baccarat-two-tableaux"),
     "blackjack": ("blackjack",),
@@ -308,6 +315,11 @@ def profile_from_dict(raw: dict[str, Any], file: str = "<profile>") -> Profile:
             typ = {"baccarat": BaccaratRule, "blackjack": BlackjackRule, "stud": StudRule}[fname]
             values[fname] = _build_section(file, fname, typ, raw[fname])
             continue
+        if fname not in raw and fname == "shuffle_screen":
+            # a profile recorded before shuffle screening existed (an older log's header):
+            # replaying it must reproduce its decisions, so its screen is off
+            values[fname] = SCREEN_ABSENT
+            continue
         if fname not in raw:
             raise ProfileError(file, fname, "missing")
         typ = hints[fname]
@@ -363,7 +375,10 @@ def _cross_check(p: Profile, file: str) -> None:
 
 def load_profile_file(path: str | Path) -> Profile:
     path = Path(path)
-    profile = profile_from_dict(read_toml(path, ProfileError), str(path))
+    raw = read_toml(path, ProfileError)
+    if "shuffle_screen" not in raw:  # only a log header written before it may lack it
+        raise ProfileError(str(path), "shuffle_screen", "missing")
+    profile = profile_from_dict(raw, str(path))
     check_stem(path, profile.name, ProfileError)
     return profile
 

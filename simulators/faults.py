@@ -149,6 +149,22 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("unshuffled", CONTENT, ("shuffler",),
               "the shuffle reports SHUFFLE_STARTED/SHUFFLE_DONE but leaves the pack in the "
               "order it was loaded", point="shuffle"),
+    FaultKind("riffle", CONTENT, ("shuffler",),
+              "the shuffle is only `times` Gilbert–Shannon–Reeds riffles of the pack as loaded "
+              "(simulators/shuffles.py)", {"times": Param(int, 1, 1, 20, "riffles")},
+              point="shuffle"),
+    FaultKind("shelf", CONTENT, ("shuffler",),
+              "the shuffle is one pass of a `shelves`-shelf shuffler over the pack as loaded "
+              "(Diaconis, Fulman & Holmes 2013)",
+              {"shelves": Param(int, 10, 2, 100, "shelves")}, point="shuffle"),
+    FaultKind("slug", CONTENT, ("shuffler",),
+              "a false shuffle: a fair shuffle, except that `cards` consecutive cards of the "
+              "pack this shuffler gave out last time (from card `start`, 1-based) stay "
+              "together, in order, from card `at` of the new pack",
+              {"cards": Param(int, 40, 1, 416, "cards in the slug"),
+               "start": Param(int, 1, 1, 416, "the slug's first card in the last pack"),
+               "at": Param(int, 1, 1, 416, "where the slug goes in the new pack")},
+              point="shuffle"),
 )}
 
 
@@ -228,8 +244,8 @@ def make_fault(raw: Mapping[str, Any], key: str = "fault") -> Fault:
         value = Param(int, 1, 1, 1_000_000).check(f"{key}.{trig}", value)
     if trig == "shuffle" and device != "shuffler":
         raise FaultError(f"{key}.shuffle", "only a shuffler has a shuffle trigger")
-    if trig == "card" and kind == "unshuffled":
-        raise FaultError(f"{key}.card", "unshuffled takes a shuffle or time trigger")
+    if trig == "card" and spec.point == "shuffle":
+        raise FaultError(f"{key}.card", f"{kind} takes a shuffle or time trigger")
     if trig == "card" and kind == "missing" and device == "shuffler":
         raise FaultError(f"{key}.card", "a shuffler's missing card needs a shuffle or time "
                          "trigger (it applies to the next DECK_CHECK)")

@@ -90,6 +90,26 @@ def with_slug(previous: Sequence[T], rng: random.Random, length: int,
     return rest[:at] + slug + rest[at:]
 
 
+def place_slug(order: Sequence[T], slug: Sequence[T], at: int) -> list[T]:
+    """``order`` with ``slug`` from position ``at`` (0-based), each slug card swapped in
+    from where that card was (a card of the same face), so every other card stays in
+    place. Returns ``order`` unchanged if it does not hold the slug's cards."""
+    out = list(order)
+    at = max(0, min(at, len(out) - len(slug)))
+    if Counter(slug) - Counter(out):
+        return out
+    for j, card in enumerate(slug):
+        t = at + j
+        if out[t] == card:
+            continue
+        i = next((i for i in range(len(out)) if out[i] == card and not at <= i < t + 1
+                  and not (t < i < at + len(slug) and out[i] == slug[i - at])), None)
+        if i is None:
+            i = next(i for i in range(t + 1, len(out)) if out[i] == card)
+        out[i], out[t] = out[t], out[i]
+    return out
+
+
 def collected(rounds: Sequence[Sequence[T]], unread: Sequence[T]) -> list[T]:
     """The discards of a shoe as one pack: each round picked up as a pile (the reverse of
     its dealing order), the rounds in the order played, then the cards never read."""

@@ -12,7 +12,9 @@ deviation has the catalog's severity, a message, and ``rule`` = "<profile> <seed
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import random
 import re
 import tomllib
 from collections import Counter
@@ -47,10 +49,12 @@ from engine_streams import (
     where,
 )
 
-from controller.cards import pack
+from controller.cards import Card, pack
 from controller.deviations import CATALOG, Severity
 from controller.engine import TableEngine
 from controller.profiles import PROFILE_DIR, profile_from_dict
+from simulators import shuffles
+from simulators.dealer import DayPlan, TableDay
 
 ANYWHERE_CUT = [p for p in PROFILES if prof(p).cut.min_each_side == 1]
 DECK_CUT = ["gr-blackjack", "gr-blackjack-shuffler"]  # 000 §3: a deck each side
@@ -1159,6 +1163,95 @@ def test_deviation_fields(name: str) -> None:
         assert rec["code"] == dev.code and rec["severity"] == str(dev.severity)
 
 
+# --------------------------------------------------------------------------- SHUFFLE_SUSPECT
+# the shuffle screen (docs/shuffle-screening.md): a day dealt by the reference dealer, by
+# the book, except that one shoe's pack was shuffled badly
+
+
+class _WeakDay(TableDay):
+    """A correct day except that shoe ``shoe``'s pack comes out of ``model`` (given the
+    order the pack was in: new-deck order, or the last shoe's discards round by round)."""
+
+    def __init__(self, profile, seed, plan, shoe, model):
+        super().__init__(profile, seed, plan)
+        self.weak_shoe, self.model = shoe, model
+        self.rounds: list[list[Card]] = []
+
+    def _prepare(self, shoe_no, lots_serial):
+        for step in super()._prepare(shoe_no, lots_serial):
+            if step.phase == "shuffle" and shoe_no == self.weak_shoe:
+                dealt = [c for r in self.rounds for c in r]
+                unread = shuffles.rest_of(pack(self.decks), dealt)
+                self.stack = self.model(pack(self.decks), self.rounds, unread)
+            if step.phase == "shuffle":
+                self.rounds = [[]]
+            yield step
+
+    def draw(self, phase="deal", **extra):
+        for step in super().draw(phase, **extra):
+            if step.event["type"] == "card":
+                self.rounds[-1].append(self.last_card)
+            yield step
+
+    def _round(self):
+        yield from super()._round()
+        self.rounds.append([])
+
+
+def _weak_run(name, shoe, model, seed=0):
+    steps = list(_WeakDay(prof(name), seed, DayPlan(shoes=2), shoe, model).steps())
+    return steps, run(name, events(steps))
+
+
+@pytest.mark.parametrize("name", [n for n in PROFILES if prof(n).shuffle_screen.enabled])
+def test_shuffle_suspect_unshuffled_pack(name: str) -> None:
+    steps, r = _weak_run(name, 1, lambda new, rounds, unread: new)
+    (dev,) = only(r, "SHUFFLE_SUSPECT")
+    assert r.codes() == Counter({"SHUFFLE_SUSPECT": 1})
+    cards = [i for i, s in enumerate(steps) if s.event["type"] == "card" and s.shoe == 1]
+    at = r.at("SHUFFLE_SUSPECT")[0]
+    assert at in cards and cards.index(at) < 10  # within the first ten cards read
+    ev = dev.evidence
+    assert ev["test"] == "run" and ev["reference"] == "new-deck" and ev["shoe"] == 1
+    assert float(ev["value"]) >= float(ev["threshold"]) and ev["raised_at"] <= 10
+    # the run names the cards as dealt, in new-deck order
+    names = [row["card"] for row in ev["run"]]
+    read = [steps[i].event["card"] for i in cards][:len(names)]
+    assert names == read
+
+
+def test_shuffle_suspect_two_riffles_in_the_second_shoe() -> None:
+    rng = random.Random(5)
+    _, r = _weak_run("live-baccarat", 2,
+                     lambda new, rounds, unread: shuffles.riffle(new, rng, 2))
+    (dev,) = only(r, "SHUFFLE_SUSPECT")
+    assert dev.evidence["shoe"] == 2 and dev.evidence["reference"] == "new-deck"
+    assert r.codes() == Counter({"SHUFFLE_SUSPECT": 1})
+
+
+def test_shuffle_suspect_slug_of_the_last_shoe() -> None:
+    rng = random.Random(6)
+
+    def slug(new, rounds, unread):
+        pile = shuffles.collected([r for r in rounds if r], unread)
+        return shuffles.with_slug(pile, rng, 50, start=60, within=120)
+
+    _, r = _weak_run("gr-banco-punto", 2, slug)
+    (dev,) = only(r, "SHUFFLE_SUSPECT")
+    ev = dev.evidence
+    assert ev["reference"] == "previous-shoe" and ev["reference_details"]["shoe"] == 1
+    assert ev["test"] == "run" and ev["shoe"] == 2
+    assert r.codes() == Counter({"SHUFFLE_SUSPECT": 1})
+
+
+def test_shuffle_suspect_not_with_the_screen_off() -> None:
+    p = prof("live-baccarat")
+    off = dataclasses.replace(p, shuffle_screen=dataclasses.replace(p.shuffle_screen,
+                                                                    enabled=False))
+    steps = list(_WeakDay(p, 0, DayPlan(shoes=1), 1, lambda n, r_, u: n).steps())
+    assert run(off, events(steps)).codes() == Counter()
+
+
 COVERAGE = {
     "CHECK_MISSING": [test_check_missing_no_opening_count, test_check_missing_no_closing_count,
                       test_check_missing_play_on_after_closing_count],
@@ -1171,6 +1264,10 @@ COVERAGE = {
     "DECK_EXPIRED": [test_deck_expired_at_table_open, test_deck_expired_whole_day_flagged_once,
                      test_two_tableaux_second_shoe_without_new_cards,
                      test_deck_expired_lots_on_a_deck_check],
+    "SHUFFLE_SUSPECT": [test_shuffle_suspect_unshuffled_pack,
+                        test_shuffle_suspect_two_riffles_in_the_second_shoe,
+                        test_shuffle_suspect_slug_of_the_last_shoe,
+                        test_shuffle_suspect_not_with_the_screen_off],
     "SHUFFLE_MISSING": [test_shuffle_missing_first_shoe, test_shuffle_missing_second_shoe,
                         test_stud_round_without_its_own_shuffle],
     "CUT_MISSING": [test_cut_missing],

@@ -24,7 +24,7 @@ from controller.cards import Card, deck, pack
 from controller.profiles import load_profile, profile_names
 from controller.screening import ScreenSettings, ShuffleScreen
 from controller.screening.faces import FACES, Remaining, face_card, face_index, mask_of
-from controller.screening.reference import new_deck_reference, pile_reference
+from controller.screening.reference import pile_reference
 from controller.screening.rising import (
     eulerian,
     rising_law,
@@ -35,8 +35,8 @@ from controller.screening.sequential import Thresholds
 from simulators import shuffles
 
 ROOT = Path(__file__).resolve().parent.parent
-SHOE_PROFILES = [n for n in profile_names()
-                 if load_profile(n).shuffle_screen.enabled and load_profile(n).card_source == "shoe"]
+SHOE_PROFILES = [n for n in profile_names() if load_profile(n).shuffle_screen.enabled
+                 and load_profile(n).card_source == "shoe"]
 
 
 # ----------------------------------------------------------------------------- literature
@@ -130,11 +130,27 @@ def test_an_unshuffled_cut_pack_is_caught_within_ten_cards_with_its_evidence() -
     assert finding.raised_at <= 10 and finding.position <= 8
     ev = finding.evidence()
     assert ev["test"] == "run" and ev["reference"] == "new-deck"
-    assert ev["value"] >= ev["threshold"]
+    assert float(ev["value"]) >= float(ev["threshold"])
     assert [r["card"] for r in ev["run"][:4]] == ["JC", "QC", "KC", "AS"]
     assert ev["run"][0]["position"] == 1 and all(r["continues"] for r in ev["run"][1:])
-    assert ev["continued"] == ev["judged"] and ev["expected"] < 1
+    assert ev["continued"] == ev["judged"] and float(ev["expected"]) < 1
     assert "new-deck order" in finding.message() and "1 in 1,000,000" in finding.message()
+
+
+def test_evidence_holds_no_floats_for_the_audit_log() -> None:
+    finding = _first(_screen_after_check(), pack(8))
+    assert finding is not None
+
+    def walk(x: object) -> None:
+        assert not isinstance(x, float), x
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list | tuple):
+            for v in x:
+                walk(v)
+
+    walk(finding.evidence())
 
 
 def test_a_pack_dealt_backwards_is_caught_too() -> None:
@@ -197,7 +213,7 @@ def test_every_bad_shuffle_is_flagged_in_every_shoe_profile(name: str, model: st
     shapes = shapes_for(profile, 3)
     rng = random.Random(f"{name}:{model}")
     for i in range(4):
-        found, read = model_trial(profile, model, shapes[i % len(shapes)],
+        found, _read = model_trial(profile, model, shapes[i % len(shapes)],
                                   shapes[(i + 1) % len(shapes)], rng)
         assert found is not None, (name, model, i)
         if model in ("unshuffled", "cut only"):

@@ -363,6 +363,45 @@ def test_unshuffled_continuous_shuffler_delivers_in_load_order() -> None:
     assert [sh.deliver() for _ in range(52)] == DECK
 
 
+@covers("riffle")
+def test_riffle_fault_leaves_the_rising_sequences_of_a_riffle() -> None:
+    from controller.screening.rising import rising_sequences
+    sh = greeted(BatchShuffler(rng=random.Random(1), faults=[
+        fault("riffle", "shuffler", shuffle=1, times=2)]))
+    sh.load(DECK)
+    out = sh.shuffle()
+    assert sorted(out) == sorted(DECK) and out != DECK
+    assert rising_sequences([DECK.index(c) for c in out]) <= 4  # 2 riffles: 4 packets at most
+    frames, _ = decode(sh.tick(0.0))
+    assert [Kind(f.type).name for f in frames].count("SHUFFLE_DONE") == 1
+
+
+@covers("shelf")
+def test_shelf_fault_is_one_pass_of_a_shelf_shuffler() -> None:
+    sh = greeted(BatchShuffler(rng=random.Random(2), faults=[
+        fault("shelf", "shuffler", shuffle=1, shelves=4)]))
+    sh.load(DECK)
+    out = [DECK.index(c) for c in sh.shuffle()]
+    assert sorted(out) == list(range(52)) and out != list(range(52))
+    # each shelf unloads as a falling then a rising run: at most 2 × 4 monotone runs
+    turns = sum(1 for a, b, c in zip(out, out[1:], out[2:], strict=False)
+                if (b - a) * (c - b) < 0)
+    assert turns <= 2 * 4 * 2
+
+
+@covers("slug")
+def test_slug_fault_keeps_a_run_of_the_last_pack() -> None:
+    sh = greeted(BatchShuffler(rng=random.Random(3), faults=[
+        fault("slug", "shuffler", shuffle=2, cards=10, start=5, at=20)]))
+    sh.load(DECK)
+    last = sh.shuffle()
+    sh.eject()
+    sh.load(DECK)
+    out = sh.shuffle()
+    assert sorted(out) == sorted(DECK)
+    assert out[19:29] == last[4:14]
+
+
 def test_every_fault_kind_has_a_wire_test() -> None:
     assert set(FAULT_TESTS) == set(FAULT_KINDS)
 

@@ -95,6 +95,7 @@ from controller.events import (
 from controller.outputs import Note, Output, Prompt, Transition
 from controller.profiles import Profile
 from controller.rounds import referee_for
+from controller.screening import Finding, ScreenSettings, ShuffleScreen
 
 _DEVICE_FAULT = DEVICE_FAULT.value
 """The state's plain value: the engine's state is compared with it on every event."""
@@ -145,6 +146,11 @@ class TableEngine:
         self._fault_flagged = False
         #: the slip being resynchronised from; see :meth:`handle`
         self._episode: Slip | None = None
+        sc = profile.shuffle_screen
+        #: the shuffle screen (controller/screening): fed every card, round end and shoe
+        self.screen = ShuffleScreen(
+            ScreenSettings(sc.enabled, sc.false_alarm_one_in, sc.run_test,
+                           sc.continuation_test, sc.previous_shoe), profile.decks.max)
         self._shoe: Shoe
         self._reset_day()
 
@@ -302,6 +308,11 @@ class TableEngine:
         section = spec.section if section is None else section
         return Deviation(code, spec.severity, message, self.profile.rule(section), evidence)
 
+    def _suspect(self, finding: Finding) -> Deviation:
+        """SHUFFLE_SUSPECT from the screen's finding (docs/shuffle-screening.md)."""
+        return self._make("SHUFFLE_SUSPECT", finding.message(), shoe=self.shoe,
+                          **finding.evidence())
+
     def _unexpected(self, event: Event, why: str = "") -> Deviation:
         expected = self.valid_events(self._resume if self.state == DEVICE_FAULT and
                                      self._resume else self.state)
@@ -321,6 +332,7 @@ class TableEngine:
         self._shoe.active = True
         self.shoe += 1
         self.checked_since_shoe = False
+        self.screen.start_shoe(self.shoe, self.decks)
         if self.profile.deck_lifecycle.new_cards_every_shoe and self.lots:
             reused = sorted(lot.id for lot in self.lots if lot.id in self.lots_used_before)
             if reused:
@@ -424,6 +436,7 @@ class TableEngine:
 
     def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
         check_composition(e, self.decks, self._make, out)
+        self.screen.deck_check()
         if e.deck_lots is not None:
             self.lots = e.deck_lots
             judge_lots(self.profile, e.deck_lots,
@@ -510,6 +523,9 @@ class TableEngine:
                 f"{card} seen {seen[card]} times {scope}; {decks} deck(s) hold "
                 f"{decks}: a foreign card is in play",
                 card=str(card), seen=seen[card], decks=decks))
+        finding = self.screen.card(card)
+        if finding is not None:
+            out.append(self._suspect(finding))
         if state == BURN:
             shoe.burned += 1
             shoe.burn_done += 1
@@ -624,6 +640,9 @@ class TableEngine:
 
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
         out.extend(self._shoe.referee.end())
+        finding = self.screen.round_end()
+        if finding is not None:
+            out.append(self._suspect(finding))
         if self.state == LAST_ROUND or self._shoe.after_last or self.profile.shuffle.every_round:
             self._shoe.after_last = False
             self._finish_shoe()

@@ -44,6 +44,8 @@ from controller.screening.sequential import (
 RUN, CONTINUATION = "run", "continuation"
 EVIDENCE_CARDS = 60  # the most cards a finding lists
 BATCH = 4  # cards judged together (see ShuffleScreen.card)
+EARLY = 24  # … except the first cards of a shoe, judged one by one: an unshuffled pack
+# is caught at its 8th card and raised there
 
 _LQ = math.log(RUN_Q)
 _L1Q = math.log(1 - RUN_Q)
@@ -98,14 +100,17 @@ class Finding:
                 f"{self.threshold:.1f} (false alarm 1 in {self.false_alarm_one_in:,} shoes)")
 
     def evidence(self) -> dict[str, Any]:
+        """The deviation's evidence. Audit records hold no floats: the statistic, its
+        threshold (log-likelihood ratios, in nats) and the expected count are decimal
+        strings."""
         return {
-            "test": self.test, "value": round(self.value, 2),
-            "threshold": round(self.threshold, 2),
+            "test": self.test, "value": f"{self.value:.2f}",
+            "threshold": f"{self.threshold:.2f}", "unit": "nats",
             "reference": self.reference, "reference_order": self.reference_order,
             "reference_details": self.details,
             "position": self.position, "raised_at": self.raised_at or self.position,
             "continued": self.continued, "judged": self.steps,
-            "expected": round(self.expected, 2), "window": self.window,
+            "expected": f"{self.expected:.2f}", "window": self.window,
             "false_alarm_one_in": self.false_alarm_one_in,
             "run": [{"position": p, "card": c, "continues": h} for p, c, h in self.run],
         }
@@ -147,6 +152,9 @@ class ShuffleScreen:
 
     def start_shoe(self, shoe: int, decks: int | None = None) -> None:
         """A new shoe (shuffle cycle) starts: the last shoe's discards become a reference."""
+        if self._pending and self._piles:  # read but never judged: still discards
+            self._piles[-1].extend(SUIT_OFFSET[c.suit] + RANK_INDEX[c.rank]
+                                   for c in self._pending)
         if decks is not None and decks != self.decks:
             self._set_decks(decks)
             self._previous = None
@@ -194,10 +202,11 @@ class ShuffleScreen:
         Cards are judged in batches of :data:`BATCH` (and at every round end): one pass
         with the statistics in local variables costs a fraction of a call per card. A
         finding names the card where its test crossed the threshold; it is returned with
-        the card that completed the batch, at most ``BATCH - 1`` cards later."""
+        the card that completed the batch, at most ``BATCH - 1`` cards later (the first
+        :data:`EARLY` cards of a shoe are judged one by one)."""
         pending = self._pending
         pending.append(card)
-        if len(pending) >= BATCH:
+        if len(pending) >= BATCH or len(self._faces) < EARLY:
             return self.flush()
         return None
 

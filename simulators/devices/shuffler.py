@@ -24,8 +24,11 @@ from enum import StrEnum
 from typing import Any
 
 from drivers.protocol import Kind
+from simulators import shuffles
 from simulators.devices.base import Device
 from simulators.faults import Fault
+
+SHUFFLE_FAULTS = frozenset({"unshuffled", "riffle", "shelf", "slug"})
 
 
 class ScriptedOrder:
@@ -70,6 +73,7 @@ class Shuffler(Device):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stack: list[str] = []
+        self.last_out: list[str] = []  # the pack as it was last taken out (a slug's source)
         self.state = ShufflerState.EMPTY
         self.door_open = False
         self.faulted: set[str] = set()
@@ -84,24 +88,42 @@ class Shuffler(Device):
 
     def shuffle(self, rng: Any = None) -> list[str]:
         """Shuffle what it holds with ``rng`` (default: the device's own); SHUFFLE_STARTED,
-        SHUFFLE_DONE. Returns the new order. An ``unshuffled`` fault leaves it as loaded."""
+        SHUFFLE_DONE. Returns the new order. A shuffle fault changes what the shuffle does:
+        ``unshuffled`` leaves the pack as loaded, ``riffle`` and ``shelf`` apply those weak
+        shuffles to it (with the device's own random source), ``slug`` shuffles and then
+        puts a run of the last pack given out back together (simulators/shuffles.py; each
+        slug card swapped into place, so the rest of the pack stays where it was)."""
         wire, content = self._at_point(self._point("shuffle"))
         self._emit(Kind.SHUFFLE_STARTED)
-        unshuffled = False
+        model: Fault | None = None
         for f in content:
-            if f.kind == "unshuffled":
-                unshuffled = True
+            if f.kind in SHUFFLE_FAULTS:
+                model = f
             else:  # a card fault given a shuffle trigger waits for the next card / check
                 self._armed_content.append(f)
-        if not unshuffled:
+        if model is None or model.kind == "slug":
             (rng if rng is not None else self.rng).shuffle(self.stack)
+        if model is not None:
+            self.stack = self._weak(model)
         self.state = ShufflerState.READY
         self._emit(Kind.SHUFFLE_DONE, {"count": len(self.stack)}, wire=wire)
         return list(self.stack)
 
+    def _weak(self, f: Fault) -> list[str]:
+        if f.kind == "riffle":
+            return shuffles.riffle(self.stack, self.rng, f["times"])
+        if f.kind == "shelf":
+            return shuffles.shelf_pass(self.stack, self.rng, f["shelves"])
+        if f.kind == "slug":
+            slug = self.last_out[f["start"] - 1:f["start"] - 1 + f["cards"]]
+            return shuffles.place_slug(self.stack, slug, f["at"] - 1)
+        return self.stack  # unshuffled
+
     def eject(self) -> list[str]:
         """The pack is taken out (first card first). No message."""
         out, self.stack = self.stack, []
+        if out:
+            self.last_out = list(out)
         self.state = ShufflerState.EMPTY
         return out
 
