@@ -37,6 +37,7 @@ bench: $(STAMP)  ## print speed and memory figures
 	$(BIN)/python benchmarks/device_bench.py
 	$(BIN)/python benchmarks/receive_fuzz.py --streams 100000
 	$(BIN)/python benchmarks/paths.py
+	$(BIN)/python benchmarks/shuffle_screen.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
