@@ -81,10 +81,11 @@ def deal(screen: ShuffleScreen, order: Sequence[Card], shape: Shape, shoe: int
             got = screen.card(c)
             if got is not None and finding is None:
                 finding = got
-        got = screen.round_end()
-        if got is not None and finding is None:
-            finding = got
+        screen.round_end()
         piles.append(pile)
+    got = screen.end_shoe()
+    if got is not None and finding is None:
+        finding = got
     return ShoeResult(finding, list(order[:i]), piles, list(order[i:]))
 
 

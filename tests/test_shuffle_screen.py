@@ -24,7 +24,7 @@ from controller.cards import Card, deck, pack
 from controller.profiles import load_profile, profile_names
 from controller.screening import ScreenSettings, ShuffleScreen
 from controller.screening.faces import FACES, Remaining, face_card, face_index, mask_of
-from controller.screening.reference import pile_reference
+from controller.screening.reference import pile_reference, related_mask
 from controller.screening.rising import (
     eulerian,
     rising_law,
@@ -89,9 +89,14 @@ def test_pile_reference_relates_cards_of_one_round_only() -> None:
              [f(Card("2", "S")), f(Card("2", "S"))], [f(Card("5", "H"))]]
     ref = pile_reference(piles, 416, 1)
     two = f(Card("2", "S"))
-    related = {face_card(g) for g in range(FACES) if ref.related[two] & mask_of([g])}
+    related = {face_card(g) for g in range(FACES)
+               if ref.faces52_of(ref.piles_of[two]) & (1 << g)}
     assert related == {Card("9", "D"), Card("K", "C"), Card("2", "S")}
-    assert ref.related[f(Card("5", "H"))] == 0  # alone in its pile
+    assert related_mask(ref, two) == mask_of(face_index(c) for c in related)
+    nine = f(Card("9", "D"))
+    assert ref.faces52_of(ref.piles_of[nine]) == (1 << two) | (1 << nine) | (1 << f(Card("K", "C")))
+    five = f(Card("5", "H"))
+    assert ref.faces52_of(ref.piles_of[five]) == 1 << five  # alone in its pile
     assert ref.piles_of[two] == 0b011
     assert ref.details["read"] == 6 and ref.details["unread"] == 410
 

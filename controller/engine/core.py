@@ -151,6 +151,7 @@ class TableEngine:
         self.screen = ShuffleScreen(
             ScreenSettings(sc.enabled, sc.false_alarm_one_in, sc.run_test,
                            sc.continuation_test, sc.previous_shoe), profile.decks.max)
+        self._screen = self.screen if sc.enabled else None  # the card path asks this
         self._shoe: Shoe
         self._reset_day()
 
@@ -523,9 +524,11 @@ class TableEngine:
                 f"{card} seen {seen[card]} times {scope}; {decks} deck(s) hold "
                 f"{decks}: a foreign card is in play",
                 card=str(card), seen=seen[card], decks=decks))
-        finding = self.screen.card(card)
-        if finding is not None:
-            out.append(self._suspect(finding))
+        screen = self._screen
+        if screen is not None:
+            finding = screen.card(card)
+            if finding is not None:
+                out.append(self._suspect(finding))
         if state == BURN:
             shoe.burned += 1
             shoe.burn_done += 1
@@ -640,10 +643,11 @@ class TableEngine:
 
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
         out.extend(self._shoe.referee.end())
-        finding = self.screen.round_end()
-        if finding is not None:
-            out.append(self._suspect(finding))
+        self.screen.round_end()
         if self.state == LAST_ROUND or self._shoe.after_last or self.profile.shuffle.every_round:
+            finding = self.screen.end_shoe()  # the shoe's last cards are judged now
+            if finding is not None:
+                out.append(self._suspect(finding))
             self._shoe.after_last = False
             self._finish_shoe()
             return SHOE_COMPLETE

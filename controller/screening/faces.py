@@ -5,12 +5,12 @@ screen therefore works on the 52 **faces**, indexed in new-deck order (♠A…�
 ♦A…♦K, ♣A…♣K, as :func:`controller.cards.deck`), and counts how many cards of each face
 are still to come.
 
-Those counts live in one Python integer, a 16-bit field per face holding its count in
-**unary** (count ``c`` = the low ``c`` bits of the field set). A set of faces is a mask
-with whole fields set, so "how many of the cards still to come have a face in this set"
-is ``(remaining & mask).bit_count()`` — one AND and one popcount, done in C, whatever
-the size of the set. That is what keeps the screen within its share of the engine's
-time per card (benchmarks/shuffle_screen.py).
+The live screen keeps them as a list of 52 counts. :class:`Remaining` also keeps them in
+one Python integer, a 16-bit field per face holding its count in **unary** (count ``c``
+= the low ``c`` bits of the field set): a set of faces is then a mask with whole fields
+set, and "how many of the cards still to come have a face in this set" is
+``(remaining & mask).bit_count()`` — what the evidence replay of a finding and the
+tests use to recount a shoe exactly.
 """
 
 from __future__ import annotations

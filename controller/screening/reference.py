@@ -30,9 +30,9 @@ Two references exist:
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 from controller.screening.faces import FACES, FIELD, face_card, mask_of
 
@@ -42,43 +42,53 @@ PREVIOUS_SHOE = "previous-shoe"
 
 @dataclass(frozen=True)
 class Reference:
-    """One reference order: its kind, what it is (for the evidence), and per face the mask
-    of related faces."""
+    """One reference order: its kind, what it is (for the evidence), and its relation.
+
+    New-deck order: ``related`` holds, per face, the count mask of its two neighbours.
+    Previous shoe: ``piles_of`` holds, per face, the bitmask of the piles (rounds) with a
+    card of it, and ``pile_faces52`` per pile its faces as a plain 52-bit set (bit f =
+    face f); a card continues a run through piles P if its face is in one of them. The
+    set may hold the card's own face (a twin in the same round): any set fixed before the
+    card is read is a valid test, so nothing is excluded."""
 
     kind: str
     description: str
     related: tuple[int, ...]
     details: dict[str, object] = field(default_factory=dict)
-    #: piles only: per face, the bitmask of the piles holding a card of it …
     piles_of: tuple[int, ...] = ()
-    #: … and per pile, the mask of its faces
-    pile_faces: tuple[int, ...] = ()
+    pile_faces52: tuple[int, ...] = ()
 
     @property
     def has_piles(self) -> bool:
-        return bool(self.pile_faces)
+        return bool(self.pile_faces52)
 
-    def faces_of(self, piles: int) -> int:
-        """The mask of the faces of a set of piles (a bitmask over pile numbers)."""
+    def faces52_of(self, piles: int) -> int:
+        """The faces (52-bit set) of a set of piles (a bitmask over pile numbers)."""
         out = 0
-        pile_faces = self.pile_faces
+        pile_faces = self.pile_faces52
+        piles &= (1 << len(pile_faces)) - 1  # "the pile after the last" is none
         while piles:
             low = piles & -piles
             out |= pile_faces[low.bit_length() - 1]
             piles ^= low
         return out
 
+    def faces_of(self, piles: int) -> int:
+        """The same as a count mask (:mod:`controller.screening.faces`)."""
+        return mask_of(members(self.faces52_of(piles)))
+
     def lag_one_chance(self) -> float:
         """The chance, under a fair shuffle, that a card continues the card before it once
         the run has found its place (one pile; for new-deck order, the two neighbours):
         how sparse the relation is."""
-        masks = self.pile_faces or self.related
-        if not masks:
-            return 0.0
-        sizes = [sum(1 for g in range(FACES) if m & FIELD[g]) for m in masks]
-        return sum(sizes) / len(sizes) / FACES
+        if self.pile_faces52:
+            sizes = [m.bit_count() for m in self.pile_faces52]
+        else:
+            sizes = [sum(1 for g in range(FACES) if m & FIELD[g]) for m in self.related]
+        return sum(sizes) / len(sizes) / FACES if sizes else 0.0
 
 
+@cache
 def new_deck_reference(source: str = "composition check") -> Reference:
     related = tuple(FIELD[(f - 1) % FACES] | FIELD[(f + 1) % FACES] for f in range(FACES))
     return Reference(NEW_DECK, f"new-deck order ({source})", related,
@@ -88,27 +98,49 @@ def new_deck_reference(source: str = "composition check") -> Reference:
 def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int) -> Reference:
     """The previous shoe's discards: ``piles`` are the faces of each round's pile (burns
     included), in the order dealt; ``pack`` the pack's size (the rest were never read)."""
-    related = [0] * FACES
     piles_of = [0] * FACES
-    pile_faces: list[int] = []
+    pile_faces52: list[int] = []
     read = 0
+    bit = 1
     for pile in piles:
         read += len(pile)
         if not pile:
             continue
-        counts = Counter(pile)
-        whole = mask_of(counts)
-        bit = 1 << len(pile_faces)
-        pile_faces.append(whole)
-        for f, n in counts.items():
+        whole = 0
+        for f in pile:
+            whole |= 1 << f
             piles_of[f] |= bit
-            related[f] |= whole if n >= 2 else whole & ~FIELD[f]
+        pile_faces52.append(whole)
+        bit <<= 1
     rounds = sum(1 for p in piles if p)
     description = (f"shoe {shoe}'s discards: {rounds} round pile(s), {read} card(s) read, "
                    f"{max(0, pack - read)} never read")
-    return Reference(PREVIOUS_SHOE, description, tuple(related),
+    return Reference(PREVIOUS_SHOE, description, (),
                      {"order": "previous-shoe", "shoe": shoe, "piles": rounds, "read": read,
-                      "unread": max(0, pack - read)}, tuple(piles_of), tuple(pile_faces))
+                      "unread": max(0, pack - read)}, tuple(piles_of), tuple(pile_faces52))
+
+
+def members(face_set: int) -> list[int]:
+    """The faces of a 52-bit face set."""
+    return [f for f in range(FACES) if face_set >> f & 1] if face_set.bit_count() > 12 else \
+        _few(face_set)
+
+
+def _few(face_set: int) -> list[int]:
+    out = []
+    while face_set:
+        low = face_set & -face_set
+        out.append(low.bit_length() - 1)
+        face_set ^= low
+    return out
+
+
+def related_mask(ref: Reference, face: int) -> int:
+    """The count mask of the faces a card of ``face`` continues from (new-deck order: its
+    neighbours; piles: every face of the piles holding it)."""
+    if ref.related:
+        return ref.related[face]
+    return ref.faces_of(ref.piles_of[face])
 
 
 def faces_text(faces: Sequence[int]) -> list[str]:

@@ -6,10 +6,11 @@ test against new-deck order, and the **run** test against the previous shoe's di
 One finding per shoe at most (one slip, one deviation). What runs is the profile's
 ``[shuffle_screen]`` (:class:`ScreenSettings`).
 
-Speed: the screen must cost the engine under a tenth of its time per card, so a card
-costs a face lookup, a counter update and a membership test or two; the exact chances
-(a popcount each) are computed only when they can change a statistic — after a
-continuation, or while a run's evidence is above zero. A break that cannot raise a
+Speed: the screen must cost the engine little per card, so a card costs a face lookup,
+a counter update and a membership test or two, judged in batches with the statistics
+in local variables; the exact chances (sums of per-face counts) are computed only when
+they can change a statistic — after a continuation, or while a run's evidence is above
+zero. A break that cannot raise a
 statistic is not priced: for the run test the CUSUM stays at 0 whatever its chance; for
 the continuation test it adds ``-ln(1 - p) ≥ 0`` to the log-likelihood ratio, so leaving
 it out keeps the statistic *below* the exact martingale — the false-alarm bound holds,
@@ -30,6 +31,7 @@ from controller.screening.reference import (
     NEW_DECK,
     PREVIOUS_SHOE,
     Reference,
+    members,
     new_deck_reference,
     pile_reference,
 )
@@ -43,12 +45,17 @@ from controller.screening.sequential import (
 
 RUN, CONTINUATION = "run", "continuation"
 EVIDENCE_CARDS = 60  # the most cards a finding lists
-BATCH = 4  # cards judged together (see ShuffleScreen.card)
-EARLY = 24  # … except the first cards of a shoe, judged one by one: an unshuffled pack
+BATCH = 8  # cards judged together (see ShuffleScreen.card)
+EARLY = 12  # … except the first cards of a shoe, judged one by one: an unshuffled pack
 # is caught at its 8th card and raised there
 
 _LQ = math.log(RUN_Q)
 _L1Q = math.log(1 - RUN_Q)
+PILE_Q = (0.05, 0.8, 0.15)
+"""The previous-shoe run test's alternative: in a slug the next card lies in the run's
+pile 8 times in 10, in the next pile (the run crossing rounds) 15 in 100, elsewhere
+5 in 100 (the slug's ends)."""
+_LP0, _LP1, _LP2 = (math.log(q) for q in PILE_Q)
 _NEIGHBOURS = tuple(((f - 1) % FACES, (f + 1) % FACES) for f in range(FACES))
 _DECK = new_deck_reference()
 _DECK_WINDOW = window_for(_DECK.lag_one_chance())
@@ -127,7 +134,9 @@ class ShuffleScreen:
         self._shoe = 0
         self._active = False
         self._faces: list[int] = []
-        self._pending: list[Card] = []
+        self._pending: list[Card | None] = []  # cards not judged yet; None: a round's end
+        self._limit = BATCH
+        self._pile_wanted = settings.enabled and settings.previous_shoe and settings.run_test
         self._set_decks(decks)
 
     def _set_decks(self, decks: int) -> None:
@@ -152,41 +161,39 @@ class ShuffleScreen:
 
     def start_shoe(self, shoe: int, decks: int | None = None) -> None:
         """A new shoe (shuffle cycle) starts: the last shoe's discards become a reference."""
-        if self._pending and self._piles:  # read but never judged: still discards
-            self._piles[-1].extend(SUIT_OFFSET[c.suit] + RANK_INDEX[c.rank]
-                                   for c in self._pending)
+        if self._pending:  # read but never judged: still discards
+            self._active = False
+            self.flush()
         if decks is not None and decks != self.decks:
             self._set_decks(decks)
             self._previous = None
             self._piles = []
-        elif self._piles and self._shoe:
+        elif self._piles and self._shoe and self._pile_wanted:
             self._previous = pile_reference(self._piles, self._pack, self._shoe)
         self._shoe = shoe
         self._piles = [[]]
         self._faces = []
         self._pending = []
         full = Remaining(self.decks)
-        self._counts, self._bits, self._total = full.counts, full.bits, full.total
         self._alarmed = False
         self._active = self.settings.enabled
+        self._limit = 1  # judge card by card until EARLY cards were read
         s = self.settings
         self._deck_run = s.run_test
         self._deck_cont = s.continuation_test
         self._pile = (self._previous if s.previous_shoe and s.run_test else None)
-        # new-deck order: run test (CUSUM, its run's start) and continuation test
-        self._w = 0.0
-        self._w_start = 2
-        self._hits = self._misses = 0
-        self._null_log = 0.0
         self._recent = [-FACES * 64] * FACES  # per face: the position of its last card
-        self._prev = -1  # the last card's face
-        # previous shoe's discards: run test, and the piles the run can lie in
-        self._pw = 0.0
-        self._pw_start = 2
-        self._p_narrow = False  # the last card continued a run: its piles are narrowed
-        self._p_piles = 0
-        self._p_next = 0
-        self._memo: dict[int, int] = {}
+        self._sides: dict[int, tuple[list[int], list[int]]] = {}
+        # the statistics, one tuple (loaded and stored once per batch):
+        # counts, total — the cards still to come (per face, and all);
+        # prev — the last card's face;
+        # w, w_start — new-deck run test (CUSUM) and where its run began;
+        # hits, misses, null_log — new-deck continuation test;
+        # pw, pw_start — previous-shoe run test; p_narrow, p_piles — the piles the run
+        # through the last card can lie in, narrowed by each of the p_narrow cards that
+        # continued it (0: the last card broke the run)
+        self._state = (full.counts, full.total, -1, 0.0, 2, 0, 0, 0.0,
+                       0.0, 2, 0, 0)
 
     def end_shoe(self) -> Finding | None:
         """The shoe is over (last hand played, cards withdrawn, table closing): the cards
@@ -206,42 +213,52 @@ class ShuffleScreen:
         :data:`EARLY` cards of a shoe are judged one by one)."""
         pending = self._pending
         pending.append(card)
-        if len(pending) >= BATCH or len(self._faces) < EARLY:
+        if len(pending) >= self._limit:
             return self.flush()
         return None
 
-    def round_end(self) -> Finding | None:
-        """The round's cards were collected: they form one pile of the discards. Judges
-        the cards not judged yet (a finding, if any)."""
-        finding = self.flush() if self._pending else None
-        if self._piles and self._piles[-1]:
+    def round_end(self) -> None:
+        """The round's cards were collected: they form one pile of the discards (marked in
+        the cards waiting to be judged; the pile closes when they are)."""
+        pending = self._pending
+        if pending and pending[-1] is not None:
+            pending.append(None)
+        elif not pending and self._piles and self._piles[-1]:
             self._piles.append([])
-        return finding
 
     def flush(self) -> Finding | None:
         """Judge the cards dealt since the last batch."""
         cards, self._pending = self._pending, []
-        if not self._piles:
+        piles = self._piles
+        if not piles:
             return None
         suit, rank = SUIT_OFFSET, RANK_INDEX
-        faces = [suit[c.suit] + rank[c.rank] for c in cards]
-        self._piles[-1].extend(faces)
+        faces: list[int] = []
+        current = piles[-1]
+        for card in cards:
+            if card is None:  # a round ended
+                if current:
+                    current = []
+                    piles.append(current)
+                continue
+            face = suit[card.suit] + rank[card.rank]
+            faces.append(face)
+            current.append(face)
         if not self._active or self._alarmed:
             return None
         shoe_faces = self._faces
         base = len(shoe_faces)
         shoe_faces.extend(faces)
-        # the statistics, as locals for the pass
-        counts, bits, total = self._counts, self._bits, self._total
-        recent, prev = self._recent, self._prev
-        ln = self._ln
+        if base + len(faces) >= EARLY:
+            self._limit = BATCH
+        (counts, total, prev, w, w_start, hits, misses, null_log,
+         pw, pw_start, p_narrow, p_piles) = self._state
+        recent, ln = self._recent, self._ln
         deck_run, deck_cont = self._deck_run, self._deck_cont
-        w, w_start = self._w, self._w_start
-        hits, misses, null_log = self._hits, self._misses, self._null_log
         h_run, h_cont = self._h_run, self._h_cont
         pile = self._pile
-        pw, pw_start = self._pw, self._pw_start
-        p_narrow, p_piles, p_next = self._p_narrow, self._p_piles, self._p_next
+        if pile is not None:
+            p_piles_of, p_sides = pile.piles_of, self._sides
         neighbours = _NEIGHBOURS
         window = _DECK_WINDOW
         finding: Finding | None = None
@@ -251,7 +268,7 @@ class ShuffleScreen:
                 continue
             n = total
             pos = base + i + 1
-            hit = False
+            side = 0  # previous-shoe run: 1 the run's pile, 2 a pile beside it, 0 neither
             if prev >= 0:
                 lo, hi = neighbours[f]
                 if deck_run:
@@ -261,7 +278,8 @@ class ShuffleScreen:
                         if 0 < k < n:
                             w += _LQ - ln[k] + ln[n]
                             if w >= h_run:
-                                finding = self._finding(self._deck, RUN, w, h_run, w_start, 1, pos)
+                                finding = self._finding(self._deck, RUN, w, h_run, w_start, 1,
+                                                        pos)
                     elif w > 0.0:
                         a, b = neighbours[prev]
                         k = counts[a] + counts[b]
@@ -272,10 +290,10 @@ class ShuffleScreen:
                                 w_start = pos + 1
                     else:
                         w_start = pos + 1
-                if deck_cont and finding is None:
+                if deck_cont:
                     if pos - recent[lo] <= window or pos - recent[hi] <= window:
                         near: set[int] = set()
-                        for g in shoe_faces[max(0, pos - 1 - window):pos - 1]:
+                        for g in shoe_faces[pos - 1 - window if pos > window else 0:pos - 1]:
                             near.update(neighbours[g])
                         k = sum([counts[x] for x in near])
                         if 0 < k < n:
@@ -283,53 +301,80 @@ class ShuffleScreen:
                             null_log += ln[k] - ln[n]
                             value = (self._ga[hits] + self._gb[misses] - self._gab[hits + misses]
                                      - self._lb0 - null_log)
-                            if value >= h_cont:
+                            if value >= h_cont and finding is None:
                                 finding = self._finding(self._deck, CONTINUATION, value, h_cont,
                                                         1, window, pos)
                     else:
                         misses += 1
                 if pile is not None:
-                    hit = bool(p_next & LOW[f])
-                    if p_narrow and (hit or pw > 0.0) and finding is None:
-                        k = (bits & p_next).bit_count()
-                        if 0 < k < n:
-                            if hit:
-                                pw += _LQ - ln[k] + ln[n]
-                                if pw >= h_run:
-                                    finding = self._finding(pile, RUN, pw, h_run, pw_start, 1, pos)
-                            else:
-                                pw += _L1Q - ln[n - k] + ln[n]
-                                if pw <= 0.0:
-                                    pw = 0.0
-                                    pw_start = pos + 1
+                    # which piles hold this card's face: the run's own (side 1), one beside
+                    # them (side 2, the run crossing into the next round's pile), neither
+                    mine = p_piles_of[f]
+                    if mine & p_piles:
+                        side = 1
+                    elif p_narrow and mine & ((p_piles << 1) | (p_piles >> 1)):
+                        side = 2
+                    if p_narrow > 1 or (p_narrow and pw > 0.0):
+                        # judged once the run has found its pile (two cards in it)
+                        sides = p_sides.get(p_piles)
+                        if sides is None:
+                            sides = self._sides_of(p_piles)
+                        same, beside = sides
+                        if side == 1:
+                            k = sum([counts[x] for x in same])
+                            pw += _LP1 - ln[k] + ln[n]
+                        elif side == 2:
+                            k = sum([counts[x] for x in beside])
+                            pw += _LP2 - ln[k] + ln[n]
+                        else:
+                            k = (n - sum([counts[x] for x in same])
+                                 - sum([counts[x] for x in beside]))
+                            if k:
+                                pw += _LP0 - ln[k] + ln[n]
+                        if pw <= 0.0:
+                            pw = 0.0
+                            pw_start = pos + 1
+                        elif pw >= h_run and finding is None:
+                            finding = self._finding(pile, RUN, pw, h_run, pw_start, 1, pos)
                     elif pw <= 0.0:
                         pw_start = pos + 1
             c -= 1
             counts[f] = c
             total -= 1
             recent[f] = pos
-            prev = f
             if pile is not None:
-                bits ^= 1 << (16 * f + c)
-                mine = pile.piles_of[f]
-                if hit:
-                    p_piles = (mine & p_piles) or mine
-                    p_next = self._memo.get(p_piles, -1)
-                    if p_next < 0:
-                        p_next = self._memo[p_piles] = pile.faces_of(p_piles)
-                    p_narrow = True
+                mine = p_piles_of[f]
+                if side == 1:
+                    p_piles &= mine
+                    p_narrow += 1
+                elif side == 2:
+                    p_piles = mine & _beside(p_piles)
+                    p_narrow += 1
                 else:
-                    p_piles, p_next, p_narrow = mine, pile.related[f], False
+                    p_piles, p_narrow = mine, 0
+            prev = f
             if finding is not None:
                 self._alarmed = True
                 return dataclasses.replace(finding, raised_at=pos + len(faces) - i - 1)
-        self._counts, self._bits, self._total = counts, bits, total
-        self._prev = prev
-        self._w, self._w_start = w, w_start
-        self._hits, self._misses, self._null_log = hits, misses, null_log
-        self._pw, self._pw_start = pw, pw_start
-        self._p_narrow, self._p_piles, self._p_next = p_narrow, p_piles, p_next
+        self._state = (counts, total, prev, w, w_start, hits, misses, null_log,
+                       pw, pw_start, p_narrow, p_piles)
         return None
+
+    def _sides_of(self, piles: int) -> tuple[list[int], list[int]]:
+        """The faces of a run's piles and of the piles beside them (memoised per shoe)."""
+        pile = self._pile
+        assert pile is not None
+        faces = pile.pile_faces52
+        if piles & (piles - 1) == 0:  # one pile, the usual case
+            i = piles.bit_length() - 1
+            same52 = faces[i]
+            near52 = ((faces[i - 1] if i else 0)
+                      | (faces[i + 1] if i + 1 < len(faces) else 0))
+        else:
+            same52 = pile.faces52_of(piles)
+            near52 = pile.faces52_of(_beside(piles))
+        got = self._sides[piles] = (members(same52), members(near52 & ~same52))
+        return got
 
     # ------------------------------------------------------------------ evidence
 
@@ -353,6 +398,11 @@ class ShuffleScreen:
         )
 
 
+def _beside(piles: int) -> int:
+    """The piles next to a set of piles (either direction), not the set itself."""
+    return ((piles << 1) | (piles >> 1)) & ~piles
+
+
 def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: str
            ) -> list[tuple[int, int, bool, float]]:
     """(position, face, continued, chance) of every card of a shoe, against ``ref``: for
@@ -362,23 +412,36 @@ def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: 
     out: list[tuple[int, int, bool, float]] = []
     last: list[int] = []
     piles = 0
-    mask = 0
+    narrow = False
+    prev = -1
     for pos, f in enumerate(faces, 1):
         n = rem.total
         before = rem.bits
         if not rem.take(f):
             continue
         if ref.has_piles:
-            if pos > 1:
-                hit = bool(mask & LOW[f])
-                k = (before & mask).bit_count()
-                if 0 < k < n:
-                    out.append((pos, f, hit, k / n))
-                mine = ref.piles_of[f]
-                piles = ((mine & piles) or mine) if hit else mine
-                mask = ref.faces_of(piles) if hit else ref.related[f]
+            side = 0
+            if prev >= 0:
+                low = LOW[f]  # count-mask bit; face-set bit below
+                if narrow:
+                    same = ref.faces_of(piles)
+                    beside = ref.faces_of(_beside(piles)) & ~same
+                    side = 1 if same & low else 2 if beside & low else 0
+                    k = (before & (same | beside)).bit_count()
+                    if 0 < k < n:
+                        out.append((pos, f, side > 0, k / n))
+                else:
+                    side = 1 if ref.faces52_of(piles) & (1 << f) else 0
+            mine = ref.piles_of[f]
+            if side == 1:
+                piles = (mine & piles) or mine
+                narrow = True
+            elif side == 2:
+                piles = (mine & _beside(piles)) or mine
+                narrow = True
             else:
-                piles, mask = ref.piles_of[f], ref.related[f]
+                piles, narrow = mine, False
+            prev = f
             continue
         if pos > 1 and last:
             union = 0

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 RUN_Q = 0.9
 """The run test's alternative: the next card continues the reference 9 times in 10."""
@@ -44,11 +45,14 @@ PRIOR_B = 1.0
 MAX_WINDOW = 8
 
 
+@cache
 def log_table(n: int) -> list[float]:
-    """``ln k`` for k = 0..n (``ln 0`` is never used: a step with chance 0 or 1 is skipped)."""
+    """``ln k`` for k = 0..n (``ln 0`` is never used: a step with chance 0 or 1 is skipped).
+    Built once per pack size per process (a table day's engine must not pay for it)."""
     return [-math.inf] + [math.log(k) for k in range(1, n + 1)]
 
 
+@cache
 def beta_tables(n: int, a: float = PRIOR_A, b: float = PRIOR_B
                 ) -> tuple[list[float], list[float], list[float], float]:
     """``lgamma(a+i)``, ``lgamma(b+j)``, ``lgamma(a+b+m)`` for 0..n and ``ln B(a, b)``."""
