@@ -20,7 +20,7 @@ run: $(STAMP)  ## a bench run: the controller against simulated devices on virtu
 	$(BIN)/shoewarden bench --profile gr-blackjack --shoes 2 --seed 7
 
 test: $(STAMP)
-	$(BIN)/ruff check controller drivers simulators tests benchmarks
+	$(BIN)/ruff check controller drivers simulators floor tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
@@ -28,7 +28,7 @@ quick: $(STAMP)  ## the inner loop: no slow tests, a tenth of the Hypothesis exa
 	HYPOTHESIS_PROFILE=quick $(BIN)/python -m pytest -m 'not slow' -n auto
 
 lint: $(STAMP)
-	$(BIN)/ruff check controller drivers simulators tests benchmarks
+	$(BIN)/ruff check controller drivers simulators floor tests benchmarks
 	$(BIN)/mypy
 
 bench: $(STAMP)  ## print speed and memory figures

@@ -29,8 +29,12 @@ MAY_IMPORT = {
     "simulators": ("simulators", "drivers.protocol", "drivers.framing", "controller.cards",
                    "controller.profiles", "controller.configfile", "controller.deviations",
                    "controller.validation"),
+    # the live views: audit records in, pages out. The audit package (chain, files, the
+    # report's round layout) and the deviation catalogue; never the engine, a driver, a
+    # simulator or the composition root, so the floor reads logs and nothing else
+    "floor": ("floor", "controller.audit", "controller.deviations", "controller.jsontext"),
 }
-FIRST_PARTY = ("controller", "drivers", "simulators")
+FIRST_PARTY = ("controller", "drivers", "simulators", "floor")
 # The composition root (docs/architecture.md): the only place in controller/ that may import
 # drivers, and only its bench and sim commands may import simulators (paths relative to it;
 # a package stands for every module in it).
@@ -79,6 +83,19 @@ def test_each_layer_imports_only_what_it_may(layer: str) -> None:
         for name in _imported(path):
             if _first_party(name) and not _allowed(name, MAY_IMPORT[layer]):
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, bad
+
+
+def test_the_floor_is_imported_only_by_the_composition_root() -> None:
+    """The floor sits above the controller's core: the core, drivers and simulators never
+    import it; controller/app does (the dealer display, the floor and demo commands)."""
+    bad = []
+    for layer in ("controller", "drivers", "simulators"):
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            if path.relative_to(ROOT).as_posix().startswith(COMPOSITION_ROOT):
+                continue
+            if any(n == "floor" or n.startswith("floor.") for n in _imports(path)):
+                bad.append(path.relative_to(ROOT).as_posix())
     assert not bad, bad
 
 

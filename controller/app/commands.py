@@ -1,4 +1,4 @@
-"""The device commands of the ``shoewarden`` CLI: ``run``, ``bench``, ``sim``, ``ports``.
+"""The device commands of the ``shoewarden`` CLI: ``run``, ``bench``, ``sim``, ``ports``, ``floor``.
 
 Registered by :func:`controller.cli.build_parser`; each command's module (and with it the
 drivers, pyserial, pyusb, the simulators) is imported only when the command runs.
@@ -63,6 +63,13 @@ def cmd_ports(args: argparse.Namespace) -> int:
     from controller.app.ports import cmd_ports as ports
 
     return ports(args)
+
+
+def cmd_floor(args: argparse.Namespace) -> int:
+    _logging(False)
+    from floor.cli import cmd_floor as floor
+
+    return floor(args)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -141,6 +148,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="print the [[allowlist]] entries of the simulated devices (TOML) to "
                      "FILE or stdout, and exit")
     sim.set_defaults(func=cmd_sim)
+
+    from floor.options import add_floor_options  # argparse only: no web stack until it runs
+
+    floor = sub.add_parser(
+        "floor", help="the pit boss's floor: follow the tables' logs, alerts, pages, API",
+        description="Follow the audit logs of any number of tables as they grow, verify each "
+        "chain, keep each table's live state, raise an alert for every warning or critical "
+        "deviation (acknowledged into the floor's own hash-chained log), and serve the "
+        "floor's pages, JSON API and live stream (docs/floor.md).")
+    add_floor_options(floor)
+    floor.set_defaults(func=cmd_floor)
 
     ports = sub.add_parser("ports", help="list serial ports and USB devices",
                            description="Serial ports (device, description, hwid, serial "

@@ -795,3 +795,19 @@ def _declared_key_id(record: Mapping[str, Any]) -> str | None:
         kid = chain["mac"].get("key_id")
         return kid if isinstance(kid, str) else None
     return None
+
+
+def verify_run(
+    lines: Iterable[bytes],
+    *,
+    start: ChainStart | None,
+    chain: Mapping[str, Any] | bool | None = False,
+    key: bytes | None = None,
+    source: str = "<log>",
+) -> VerifyResult:
+    """Verify raw lines (each with its ``\\n``) that continue a file already checked up to
+    ``start`` — a follower's next run of a growing log (the floor, ``floor/``), checked as
+    :func:`verify_file` checks them. ``chain`` is the file's first record's ``chain`` field
+    (keyed or not), or False when ``lines`` begin the file (then it is read from the first
+    line, and ``start`` None means: where that line says the file starts)."""
+    return _verify(((raw, None) for raw in lines), source, start, key, (), chain=chain)

@@ -1,0 +1,42 @@
+"""``shoewarden floor --logs DIR [--logs DIR …] --http HOST:PORT --log DIR [--db URL]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from controller.audit import AuditLogError
+from floor.core import Floor
+from floor.options import add_floor_options as add_floor_options
+from floor.serve import HostPortError, host_port, server
+from floor.store import FloorStore, StoreError, sqlite_path
+from floor.views import Disclosure
+from floor.web import floor_app
+
+
+def open_floor(args: argparse.Namespace) -> Floor:
+    log_dir = Path(args.log)
+    db = args.db or f"sqlite:///{(log_dir / 'floor.sqlite').resolve()}"
+    store = FloorStore(sqlite_path(db))
+    return Floor([Path(d) for d in args.logs], store, audit_dir=log_dir,
+                 silent_after=args.silent_after)
+
+
+def cmd_floor(args: argparse.Namespace) -> int:
+    try:
+        host, port = host_port(args.http)
+        for d in args.logs:
+            if not Path(d).is_dir():
+                raise StoreError(f"--logs {d}: no such directory")
+        floor = open_floor(args)
+    except (HostPortError, StoreError, AuditLogError, OSError) as exc:
+        print(f"shoewarden floor: {exc}", file=sys.stderr)
+        return 2
+    app = floor_app(floor, disclosure=Disclosure(args.disclosure))
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    print(f"shoewarden floor: following {', '.join(args.logs)}; "
+          f"http://{shown}:{port}/ (log {args.log})", flush=True)
+    server(app, host, port).run()
+    floor.store.close()
+    return 0

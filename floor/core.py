@@ -1,0 +1,427 @@
+"""The floor: follow the tables' logs, check each chain, keep each table's state, raise alerts.
+
+One thread (:meth:`Floor.run`) polls the log directories (:mod:`floor.follow`), verifies
+each new run of a table's records against the chain so far
+(:func:`controller.audit.verify.verify_run`, the verifier ``audit verify`` uses), folds the
+good records into the table's :class:`~floor.tablestate.TableState`, turns warning and
+critical deviations into alerts, and commits records, position and alerts to the index in
+one transaction (:mod:`floor.store`). Every change is handed to ``publish`` (the live
+stream). Acknowledgements are written to the floor's own hash-chained log first, then to
+the index; a restart replays that log into the index, so an acknowledgement is never lost.
+
+The transport ends at :meth:`Floor.ingest`: the database floor of issue 12 hands it the
+records it consumes from the message bus instead of lines read from files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from controller.audit import AuditLog, open_table_log, verify_file
+from controller.audit.files import parse_log_name
+from controller.audit.verify import ChainStart, verify_run
+from floor.alerts import (
+    CHAIN_BREAK,
+    CHAIN_NEW,
+    FLOOR_RULE,
+    LOG_REWRITTEN,
+    TABLE_SILENT,
+    Alert,
+    AlertDraft,
+    from_deviation,
+)
+from floor.follow import Chunk, LogFile, file_size, read_new, scan
+from floor.store import FilePosition, FloorStore
+from floor.tablestate import TableState
+
+log = logging.getLogger(__name__)
+
+#: the floor's own log is a "table" of this id under ``--log`` (never followed as a table)
+FLOOR_LOG_ID = "floor"
+Publish = Callable[[dict[str, Any]], None]
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def file_order(name: str) -> tuple[dt.date, int, str]:
+    """A log file's place in its table's chain: by date, then part."""
+    parsed = parse_log_name(name)
+    return (parsed.date, parsed.part, name) if parsed else (dt.date.min, 0, name)
+
+
+def parse_ts(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class AckError(Exception):
+    """An acknowledgement that cannot be taken (no such alert, already acked, no name)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class TableWatch:
+    """A followed table: its files' positions and its state."""
+
+    table: str
+    state: TableState
+    files: dict[str, FilePosition] = field(default_factory=dict)
+    last_file: str | None = None  # the newest file that holds records the floor accepted
+
+    def head(self) -> FilePosition | None:
+        return self.files.get(self.last_file) if self.last_file else None
+
+
+class Floor:
+    """Follows ``roots``; ``store`` is the index; ``audit_dir`` the floor's own log (acks).
+
+    ``keep_records``: index every record (the floor; needed for round look-ups) or not (the
+    dealer display, which only shows the live state). ``tables``: follow only these ids.
+    """
+
+    def __init__(self, roots: list[Path], store: FloorStore, *, audit_dir: Path | None = None,
+                 publish: Publish | None = None, keep_records: bool = True,
+                 tables: frozenset[str] | None = None, silent_after: float = 120.0,
+                 poll_interval: float = 0.02, clock: Callable[[], float] = time.time) -> None:
+        self.roots = [Path(r) for r in roots]
+        self.store = store
+        self.audit_dir = audit_dir
+        self.publish: Publish = publish or (lambda _event: None)
+        self.keep_records = keep_records
+        self.only = tables
+        self.silent_after = silent_after
+        self.poll_interval = poll_interval
+        self.clock = clock
+        self.tables: dict[str, TableWatch] = {}
+        self.alerts: dict[int, Alert] = {}
+        self.lock = threading.RLock()  # tables and alerts: the follower writes, the web reads
+        self.audit: AuditLog | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_silence_check = 0.0
+        self.records_ingested = 0
+        self._skip = frozenset({FLOOR_LOG_ID})
+        self._restore()
+
+    # ------------------------------------------------------------------ restart
+
+    def _restore(self) -> None:
+        """Back to where the index says: positions, alerts, acks (replayed from the floor's
+        own log), each table's state (refolded from its indexed records), and a check that
+        what was read is still what the files hold."""
+        for alert in self.store.alerts():
+            self.alerts[alert.id] = alert
+        self._replay_acks()
+        by_table: dict[str, list[FilePosition]] = {}
+        for pos in self.store.positions():
+            by_table.setdefault(pos.table, []).append(pos)
+        for table, positions in by_table.items():
+            positions.sort(key=lambda p: file_order(p.file))
+            watch = self._watch(table)
+            for pos in positions:
+                watch.files[pos.file] = pos
+                if pos.seq and pos.offset:
+                    watch.last_file = pos.file
+            if self.keep_records:
+                for name, line in self.store.records(table, [p.file for p in positions]):
+                    watch.state.feed(orjson.loads(line), name)
+            for pos in positions:
+                self._check_unchanged(pos)
+
+    def _check_unchanged(self, pos: FilePosition) -> None:
+        """The bytes the floor read before its restart must still verify to the same head."""
+        if pos.broken or not pos.offset:
+            return
+        size = file_size(Path(pos.path))
+        why = None
+        if size < 0:
+            why = f"{pos.file} is gone: the floor had read {pos.seq} record(s) of it"
+        elif size < pos.offset:
+            why = (f"{pos.file} is shorter than the {pos.offset} bytes the floor had read: "
+                   f"records up to seq {pos.seq} were cut")
+        else:
+            result = verify_file(pos.path, end=pos.offset)
+            if not result.ok:
+                why = f"{pos.file} changed after the floor read it: {result}"
+            elif (result.head_seq, result.head) != (pos.seq, pos.hash):
+                why = (f"{pos.file} changed after the floor read it: head seq "
+                       f"{result.head_seq} {result.head[:12]}…, the floor read seq {pos.seq} "
+                       f"{pos.hash[:12]}…")
+        if why is not None:
+            pos.broken = why
+            self.store.mark_broken(pos.table, pos.file, why)
+            self._raise([AlertDraft(pos.table, pos.file, pos.seq, LOG_REWRITTEN, "critical",
+                                    why, FLOOR_RULE, utc_now())])
+
+    # ------------------------------------------------------------------ the floor's own log
+
+    def _open_audit(self) -> AuditLog | None:
+        if self.audit is None and self.audit_dir is not None:
+            self.audit = open_table_log(self.audit_dir, FLOOR_LOG_ID, durability="every")
+        return self.audit
+
+    def _replay_acks(self) -> None:
+        """Acks in the floor's log that the index lacks (a crash between the two writes)."""
+        if self.audit_dir is None:
+            return
+        from controller.audit.files import table_files
+        from controller.audit.records import LogReader
+
+        for rec in LogReader(table_files(self.audit_dir, FLOOR_LOG_ID)):
+            r = rec.record
+            if r.get("kind") != "ack" or not isinstance(r.get("alert"), dict):
+                continue
+            a = r["alert"]
+            for alert in self.alerts.values():
+                if alert.key == (a.get("table"), a.get("file"), a.get("seq"), a.get("code")) \
+                        and alert.is_open:
+                    alert.acked_by, alert.acked_at = str(r.get("by")), str(r.get("ts"))
+                    alert.note = str(r.get("note") or "")
+                    self.store.ack(alert.id, alert.acked_by, alert.acked_at, alert.note)
+
+    def ack(self, alert_id: int, by: str, note: str) -> Alert:
+        """Acknowledge an alert: into the floor's hash-chained log (fsynced), then the index."""
+        if not isinstance(by, str) or not by.strip():
+            raise AckError("ack: 'by' must name the person acknowledging (a non-empty text)")
+        if not isinstance(note, str):
+            raise AckError("ack: 'note' must be a text")
+        with self.lock:
+            alert = self.alerts.get(alert_id)
+            if alert is None:
+                raise AckError(f"no alert {alert_id}", 404)
+            if not alert.is_open:
+                raise AckError(f"alert {alert_id} was acknowledged by {alert.acked_by} at "
+                               f"{alert.acked_at}", 409)
+            audit = self._open_audit()
+            at = utc_now()
+            if audit is not None:
+                record = audit.write("ack", {"table": FLOOR_LOG_ID}, by=by.strip(), note=note,
+                                     alert={"id": alert.id, "table": alert.table,
+                                            "file": alert.file, "seq": alert.seq,
+                                            "code": alert.code, "severity": alert.severity})
+                at = str(record["ts"])
+            self.store.ack(alert.id, by.strip(), at, note)
+            alert.acked_by, alert.acked_at, alert.note = by.strip(), at, note
+        self.publish({"type": "ack", "alert": alert.to_dict()})
+        return alert
+
+    # ------------------------------------------------------------------ following
+
+    def _watch(self, table: str) -> TableWatch:
+        watch = self.tables.get(table)
+        if watch is None:
+            watch = self.tables[table] = TableWatch(table, TableState(table))
+        return watch
+
+    def poll(self) -> int:
+        """One pass over every followed log: returns the records accepted."""
+        found = scan(self.roots, self._skip)
+        total = 0
+        for table, files in found.items():
+            if self.only is not None and table not in self.only:
+                continue
+            for lf in files:
+                while True:
+                    n = self._follow(table, lf)
+                    total += n
+                    if n == 0:
+                        break
+        now = self.clock()
+        if now - self._last_silence_check >= 1.0:
+            self._last_silence_check = now
+            self._check_silence(now)
+        return total
+
+    def _follow(self, table: str, lf: LogFile) -> int:
+        with self.lock:
+            watch = self._watch(table)
+            pos = watch.files.get(lf.file)
+        if pos is not None and pos.broken:
+            return 0
+        chunk = read_new(lf, pos.offset if pos else 0)
+        if chunk is None:
+            return 0
+        return self.ingest(table, chunk)
+
+    def ingest(self, table: str, chunk: Chunk) -> int:
+        """Verify, fold and index one run of whole lines of a table's file."""
+        lf = chunk.log
+        with self.lock:
+            watch = self._watch(table)
+            pos = watch.files.get(lf.file)
+            first = pos is None or pos.offset == 0
+            drafts: list[AlertDraft] = []
+            if first:
+                result = verify_run(chunk.lines, start=None, chain=False, source=str(lf.path))
+            else:
+                assert pos is not None
+                chain = orjson.loads(pos.chain) if pos.chain else None
+                result = verify_run(chunk.lines, start=ChainStart(pos.seq, pos.hash, pos.mac),
+                                    chain=chain, source=str(lf.path))
+            good = chunk.lines[:result.records]
+            records = [orjson.loads(raw) for raw in good]
+            if pos is None:
+                pos = FilePosition(table, lf.file, str(lf.path), 0, 0, "", "", None)
+            if first and records:
+                chain_field = records[0].get("chain")
+                pos.chain = orjson.dumps(chain_field).decode() if chain_field else None
+                drafts += self._link(watch, lf, records[0])
+            elif watch.last_file is not None and lf.file != watch.last_file and records and \
+                    file_order(lf.file) < file_order(watch.last_file):
+                drafts.append(AlertDraft(
+                    table, lf.file, records[0]["seq"], CHAIN_BREAK, "critical",
+                    f"table {table}: {len(records)} record(s) appended to {lf.file} (from seq "
+                    f"{records[0]['seq']}) after the table had moved on to {watch.last_file}",
+                    FLOOR_RULE, utc_now()))
+            rows = []
+            state = watch.state
+            for raw, record in zip(good, records, strict=True):
+                row = state.feed(record, lf.file)
+                if row is not None:
+                    draft = from_deviation(table, row)
+                    if draft is not None:
+                        drafts.append(draft)
+                rows.append((record["seq"], record["hash"], raw.decode("utf-8")[:-1]))
+            if records:
+                pos.seq, pos.hash = result.head_seq, result.head
+                pos.mac = result.mac_head
+                if watch.last_file is None or file_order(lf.file) >= file_order(watch.last_file):
+                    watch.last_file = lf.file
+            pos.offset = chunk.offset + sum(len(raw) for raw in good)
+            if not result.ok:
+                seq = result.first_bad_seq if result.first_bad_seq is not None else \
+                    result.head_seq + 1
+                why = (f"table {table}: the hash chain breaks in {lf.file} at line "
+                       f"{result.first_bad_line} (seq {seq}): {result.reason}"
+                       + (f" [{result.problem}: {result.detail}]" if result.detail else
+                          f" [{result.problem}]" if result.problem else ""))
+                pos.broken = why
+                drafts.append(AlertDraft(table, lf.file, seq, CHAIN_BREAK, "critical", why,
+                                         FLOOR_RULE, utc_now()))
+            watch.files[lf.file] = pos
+            made = self.store.commit_run(pos, rows if self.keep_records else [], drafts)
+            for alert in made:
+                self.alerts[alert.id] = alert
+            self.records_ingested += len(records)
+            summary = self.table_summary(table)
+        for alert in made:
+            self.publish({"type": "alert", "alert": alert.to_dict()})
+        if records or made:
+            self.publish({"type": "table", "table": table, "summary": summary,
+                          "seq": state.last_seq})
+        return len(records)
+
+    def _link(self, watch: TableWatch, lf: LogFile, first: dict[str, Any]) -> list[AlertDraft]:
+        """A file's first record against the table's chain so far (rotation)."""
+        table = watch.table
+        head = watch.head()
+        chain = first.get("chain") if isinstance(first.get("chain"), dict) else {}
+        assert isinstance(chain, dict)
+        seq = int(first.get("seq") or 0)
+        cont = chain.get("continues")
+        new = chain.get("new_chain")
+        if isinstance(new, dict):
+            return [AlertDraft(table, lf.file, seq, CHAIN_NEW, "warning",
+                               f"table {table}: {lf.file} starts a new chain: "
+                               f"{new.get('reason')}", FLOOR_RULE, utc_now())]
+        if head is None or head.file == lf.file:
+            return []  # the first file the floor sees of this table: its chain as it says
+        if isinstance(cont, dict) and (cont.get("file"), cont.get("seq"), cont.get("hash")) == (
+                head.file, head.seq, head.hash):
+            return []
+        said = (f"it continues {cont.get('file')} at seq {cont.get('seq')}"
+                if isinstance(cont, dict) else "it starts a chain of its own with no reason")
+        return [AlertDraft(table, lf.file, seq, CHAIN_BREAK, "critical",
+                           f"table {table}: {lf.file} does not continue the chain: the floor "
+                           f"read {head.file} to seq {head.seq}, {said}", FLOOR_RULE,
+                           utc_now())]
+
+    def _raise(self, drafts: list[AlertDraft]) -> None:
+        with self.lock:
+            made = self.store.add_alerts(drafts)
+            for alert in made:
+                self.alerts[alert.id] = alert
+        for alert in made:
+            self.publish({"type": "alert", "alert": alert.to_dict()})
+
+    def _check_silence(self, now: float) -> None:
+        drafts = []
+        with self.lock:
+            for watch in self.tables.values():
+                st = watch.state
+                last = parse_ts(st.last_ts)
+                if st.is_open and last is not None and now - last > self.silent_after and \
+                        st.file is not None:
+                    drafts.append(AlertDraft(
+                        watch.table, st.file, st.last_seq, TABLE_SILENT, "warning",
+                        f"table {watch.table} is open ({st.state}) but wrote nothing for "
+                        f"{int(now - last)} s (last record seq {st.last_seq} at {st.last_ts})",
+                        FLOOR_RULE, utc_now()))
+            made = self.store.add_alerts(drafts) if drafts else []
+            for alert in made:
+                self.alerts[alert.id] = alert
+        for alert in made:
+            self.publish({"type": "alert", "alert": alert.to_dict()})
+
+    # ------------------------------------------------------------------ views
+
+    def open_alerts(self, table: str | None = None) -> list[Alert]:
+        with self.lock:
+            return [a for a in self.alerts.values()
+                    if a.is_open and (table is None or a.table == table)]
+
+    def table_summary(self, table: str) -> dict[str, Any]:
+        """``GET /api/tables`` row of one table."""
+        from floor.alerts import worst
+
+        with self.lock:
+            st = self._watch(table).state
+            alerts = self.open_alerts(table)
+            return {"table": table, "profile": st.profile, "game": st.game,
+                    "state": st.state, "shoe": st.shoe, "round": st.round,
+                    "cards_left": st.cards_left, "last_ts": st.last_ts,
+                    "open_alerts": len(alerts), "worst": worst(alerts),
+                    "prompt": st.prompt, "faults": len(st.open_faults),
+                    "chain_ok": not any(p.broken for p in self._watch(table).files.values())}
+
+    # ------------------------------------------------------------------ the thread
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="floor-follower", daemon=True)
+        self._thread.start()
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                n = self.poll()
+            except Exception:  # the follower never dies silently: logged, and on it goes
+                log.exception("floor: a poll failed")
+                n = 0
+            if n == 0:
+                self._stop.wait(self.poll_interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.audit is not None:
+            self.audit.close()
+            self.audit = None

@@ -1,0 +1,71 @@
+"""Serving an app with uvicorn: in the foreground (the floor) or on a thread (the display).
+
+The dealer display runs inside the table's controller: its asyncio loop lives in a thread of
+its own (uvicorn's ``Server.run`` there, which installs no signal handler off the main
+thread), and it reads the table's log from disk. So nothing it does — a slow browser, a
+stuck stream — can reach the engine thread, which only appends to its log as it always did.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+
+class HostPortError(ValueError):
+    pass
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``:PORT`` for every interface), with a message naming what is wrong."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        raise HostPortError(f"{text!r}: expected HOST:PORT, e.g. 127.0.0.1:8080")
+    try:
+        number = int(port)
+    except ValueError:
+        raise HostPortError(f"{text!r}: the port {port!r} is not a number") from None
+    if not 0 <= number <= 65535:
+        raise HostPortError(f"{text!r}: the port must be 0–65535")
+    return (host.strip("[]") or "0.0.0.0"), number
+
+
+def server(app: Any, host: str, port: int) -> uvicorn.Server:
+    # open event streams never end by themselves: a shutdown cancels them after a second
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            lifespan="on", timeout_graceful_shutdown=1)
+    return uvicorn.Server(config)
+
+
+class ServerThread:
+    """An app served on a daemon thread; :meth:`start` returns once it listens."""
+
+    def __init__(self, app: Any, host: str, port: int) -> None:
+        self.server = server(app, host, port)
+        self.thread = threading.Thread(target=self.server.run, name="web", daemon=True)
+
+    def start(self, timeout: float = 10.0) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive():
+                raise OSError("the web server did not start (is the address in use?)")
+            if time.monotonic() > deadline:
+                raise OSError("the web server did not start in time")
+            time.sleep(0.01)
+        return self
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one the OS chose for port 0)."""
+        for s in self.server.servers:
+            for sock in s.sockets:
+                return int(sock.getsockname()[1])
+        return int(self.server.config.port)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
