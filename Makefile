@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test quick lint bench clean
+.PHONY: run test quick lint bench clean browser demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)  ## a bench run: the controller against simulated devices on virtual serial ports
 	$(BIN)/shoewarden bench --profile gr-blackjack --shoes 2 --seed 7
 
-test: $(STAMP)
+# the browser tests drive Debian's headless Chromium; installed when missing, as the venv is
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update && $$SUDO apt-get install -y chromium chromium-driver; }
+
+test: $(STAMP) browser
 	$(BIN)/ruff check controller drivers simulators floor tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest

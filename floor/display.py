@@ -43,3 +43,26 @@ class Display:
 def start_display(log_root: str | Path, table: str | None, address: str) -> Display:
     """Serve the dealer display of ``table`` (logs under ``log_root``) at ``address``."""
     return Display(Path(log_root), table, address).start()
+
+
+class DisplayError(ValueError):
+    """``--display`` cannot be served: the address, or a log not in the table layout."""
+
+
+def display_for_log(log_file: str | Path, address: str) -> Display:
+    """The display of the table whose log is ``log_file`` (``<root>/<table>/<table>-….jsonl``,
+    as ``bench --log DIR`` and ``run`` write it), started."""
+    from controller.audit.files import parse_log_name
+    from floor.serve import HostPortError
+
+    path = Path(log_file)
+    parsed = parse_log_name(path.name)
+    if parsed is None or path.parent.name != parsed.table:
+        raise DisplayError(f"--display needs the log in a log directory (--log DIR), not the "
+                           f"file {path}")
+    try:
+        return start_display(path.parent.parent, parsed.table, address)
+    except HostPortError as exc:
+        raise DisplayError(f"--display {exc}") from None
+    except OSError as exc:
+        raise DisplayError(f"--display {address}: cannot serve: {exc}") from None

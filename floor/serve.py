@@ -44,6 +44,7 @@ class ServerThread:
     """An app served on a daemon thread; :meth:`start` returns once it listens."""
 
     def __init__(self, app: Any, host: str, port: int) -> None:
+        self.app = app
         self.server = server(app, host, port)
         self.thread = threading.Thread(target=self.server.run, name="web", daemon=True)
 
@@ -67,5 +68,8 @@ class ServerThread:
         return int(self.server.config.port)
 
     def stop(self) -> None:
+        hub = getattr(getattr(self.app, "state", None), "hub", None)
+        if hub is not None:
+            hub.close()  # open event streams end, so the shutdown need not cancel them
         self.server.should_exit = True
         self.thread.join(timeout=10)

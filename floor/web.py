@@ -47,7 +47,7 @@ class Hub:
 
     def __init__(self, max_queue: int = 2000) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.queues: set[asyncio.Queue[dict[str, Any]]] = set()
+        self.queues: set[asyncio.Queue[dict[str, Any] | None]] = set()
         self.max_queue = max_queue
 
     def publish(self, event: dict[str, Any]) -> None:
@@ -58,13 +58,20 @@ class Hub:
         with contextlib.suppress(RuntimeError):  # the loop closed under us (shutdown)
             loop.call_soon_threadsafe(self._fan_out, event)
 
-    def _fan_out(self, event: dict[str, Any]) -> None:
+    def _fan_out(self, event: dict[str, Any] | None) -> None:
         for q in list(self.queues):
-            if q.qsize() < self.max_queue:
+            if event is None or q.qsize() < self.max_queue:
                 q.put_nowait(event)
 
+    def close(self) -> None:
+        """End every open stream (the server is stopping); thread-safe."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._fan_out, None)
+
     async def stream(self, request: Request) -> AsyncIterator[bytes]:
-        q: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        q: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self.queues.add(q)
         try:
             yield b"retry: 1000\n: connected\n\n"
@@ -76,6 +83,8 @@ class Hub:
                         return
                     yield b": keep-alive\n\n"
                     continue
+                if event is None:
+                    return
                 yield (b"event: " + str(event.get("type", "message")).encode() + b"\ndata: "
                        + orjson.dumps(event) + b"\n\n")
         finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -23,6 +22,7 @@ from controller.cards import baccarat_value
 from controller.cli import main
 from controller.profiles import load_profile
 from simulators.dealer import DayPlan, Step, table_day
+from tests.browser import FLAGS, chromium
 
 START = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
 BURN_PHASES = ("burn", "dealer_change_burn")
@@ -298,16 +298,14 @@ def test_html_is_self_contained_and_has_the_same_content(
     assert page.count("<title>shoe 1: placed with 10 card(s)") == 1
 
 
-@pytest.mark.skipif(not any(shutil.which(b) for b in ("chromium", "chromium-browser")),
-                    reason="headless Chromium is not installed")
 def test_html_renders_in_headless_chromium(known: tuple[Path, list[Step]],
                                            tmp_path: Path) -> None:
     path, _ = known
     page = tmp_path / "r.html"
     page.write_text(render_html(build_report([path])), encoding="utf-8")
     shot = tmp_path / "shot.png"
-    browser = next(shutil.which(b) for b in ("chromium", "chromium-browser") if shutil.which(b))
-    subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox",
+    browser = chromium()  # fails naming the Debian packages when missing: never skips
+    subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
                     f"--screenshot={shot}", "--window-size=1200,3000", page.as_uri()],
                    check=True, capture_output=True, timeout=120)
     assert shot.stat().st_size > 10_000

@@ -81,6 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--new-log-reason", metavar="TEXT",
                      help="start a new log file (new chain) when the day's log does not "
                      "verify, recording this reason")
+    run.add_argument("--display", metavar="HOST:PORT",
+                     help="serve the dealer display (next step, the round's cards, "
+                     "deviations, the results board) from this process")
     run.add_argument("--verbose", action="store_true", help="log device notices on stderr")
     run.set_defaults(func=cmd_run)
 
@@ -115,6 +118,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="audit log fsync policy (default: after every input event)")
     bench.add_argument("--stall-timeout", type=_seconds, default=30.0,
                        help="give up after this many seconds without progress (default 30)")
+    bench.add_argument("--display", metavar="HOST:PORT",
+                       help="serve the dealer display from this process (needs --log DIR "
+                       "or the default log directory)")
     bench.add_argument("--verbose", action="store_true",
                        help="show the simulator's and the drivers' log on stderr")
     bench.add_argument("--no-progress", action="store_true",

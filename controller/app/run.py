@@ -202,7 +202,7 @@ def _new_session(cfg: TableConfig, audit: AuditLog, settings: dict[str, Any]) ->
 
 def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
               new_log_reason: str | None = None, today: dt.date | None = None,
-              utc: Callable[[], str] = utc_now) -> int:
+              utc: Callable[[], str] = utc_now, display: str | None = None) -> int:
     try:
         cfg = load_table_config(config_path)
         key = load_key(cfg.key_file).key if cfg.key_file is not None else None
@@ -227,12 +227,13 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
         return EXIT_BAD_INPUT
     with hold:
         return _run_held(cfg, key, drivers, today, settings, stdin=stdin, out=out, err=err,
-                         new_log_reason=new_log_reason, utc=utc)
+                         new_log_reason=new_log_reason, utc=utc, display=display)
 
 
 def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
               settings: dict[str, Any], *, stdin: IO[str], out: IO[str], err: IO[str],
-              new_log_reason: str | None, utc: Callable[[], str]) -> int:
+              new_log_reason: str | None, utc: Callable[[], str],
+              display: str | None = None) -> int:
     """``run`` once the table is held."""
     try:
         make_dirs(cfg.log_dir)
@@ -251,9 +252,33 @@ def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
         err.write(f"shoewarden run: {cfg.log_dir}: cannot open the audit log: {e}\n")
         return EXIT_BAD_INPUT
 
+    shown = None
+    if display is not None:  # the dealer display, served here, reading this table's log
+        from floor.display import DisplayError, display_for_log
+
+        assert session.audit is not None
+        try:
+            shown = display_for_log(session.audit.writer.name, display)
+        except DisplayError as e:
+            session.close()
+            err.write(f"shoewarden run: {e}\n")
+            return EXIT_BAD_INPUT
+    try:
+        return _serve_table(cfg, session, recovered, note, drivers, stdin=stdin, out=out,
+                            err=err, utc=utc, shown=shown)
+    finally:
+        if shown is not None:
+            shown.stop()
+
+
+def _serve_table(cfg: TableConfig, session: TableSession, recovered: Any, note: str | None,
+                 drivers: Any, *, stdin: IO[str], out: IO[str], err: IO[str],
+                 utc: Callable[[], str], shown: Any) -> int:
     lock = threading.Lock()
     display = TableDisplay(session, out, lock)
     assert session.audit is not None
+    if shown is not None:
+        display.write(f"dealer display at {shown.url}")
     display.write(f"shoewarden run: table {cfg.table}, profile {session.profile.name}, log "
                   f"{session.audit.writer.name}")
     if note:
@@ -344,4 +369,4 @@ def cmd_run(args: Any) -> int:
         # the console refuses the line (DealerConsole.parse)
         sys.stdin.reconfigure(errors="surrogateescape")
     return run_table(args.table, stdin=sys.stdin, out=sys.stdout, err=sys.stderr,
-                     new_log_reason=args.new_log_reason)
+                     new_log_reason=args.new_log_reason, display=getattr(args, "display", None))

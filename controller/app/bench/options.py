@@ -39,4 +39,5 @@ class BenchOptions:
     verbose: bool = False
     table: str | None = None  # the table id written in the log (default: the day's, T1)
     no_progress: bool = False  # no bar even on a terminal (controller.progressbar)
+    display: str | None = None  # HOST:PORT of the dealer display (floor.display), or none
 

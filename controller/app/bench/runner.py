@@ -40,6 +40,22 @@ def _announce(d: BenchDay, out: IO[str]) -> None:
     out.flush()
 
 
+def _display(d: BenchDay, opts: BenchOptions, out: IO[str]) -> Any:
+    """The dealer display (``--display``), served from this process, reading the log."""
+    if opts.display is None:
+        return None
+    from floor.display import DisplayError, display_for_log
+
+    try:
+        shown = display_for_log(d.path, opts.display)
+    except DisplayError as e:
+        d.hold.release()
+        raise BenchError(str(e)) from None
+    out.write(f"bench: dealer display at {shown.url}\n")
+    out.flush()
+    return shown
+
+
 def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
     """The whole bench run; raises :class:`BenchError` for bad input or a failed start."""
     begun = time.monotonic()
@@ -58,6 +74,7 @@ def _deal(d: BenchDay, opts: BenchOptions, out: IO[str], result: BenchResult,
     profile, plan, session = d.profile, d.plan, d.session
     argv = simulator_argv(d.profile_arg, d.seed, plan, d.scenario, opts.pace)
     _announce(d, out)
+    shown = _display(d, opts, out)
     sim = None
     stop_console = threading.Event()
     # a bar over the day's steps on a terminal (a day of many shoes runs for minutes);
@@ -107,6 +124,8 @@ def _deal(d: BenchDay, opts: BenchOptions, out: IO[str], result: BenchResult,
             else None
     finally:
         bar.__exit__(None, None, None)
+        if shown is not None:
+            shown.stop()
         stop_console.set()
         if sim is not None:
             sim.stop()
@@ -122,7 +141,8 @@ def cmd_bench(args: Any) -> int:
                         scenario=args.scenario, log=args.log, anchors=args.anchors,
                         pace=args.pace, durability=args.durability,
                         stall_timeout=args.stall_timeout, verbose=args.verbose,
-                        table=args.table, no_progress=args.no_progress)
+                        table=args.table, no_progress=args.no_progress,
+                        display=getattr(args, "display", None))
     try:
         result = run_bench(opts, sys.stdout)
     except BenchError as e:
