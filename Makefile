@@ -1,6 +1,7 @@
-# shoewarden — two commands on a fresh machine with only Python and make:
+# shoewarden — three commands on a fresh machine with only Python and make:
 #   make run    set up .venv and run the main job (a bench run on simulated devices)
 #   make test   set up .venv and run the whole test suite
+#   make demo   simulated tables dealing at a human pace, the floor following them (URLs printed)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -18,6 +19,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 run: $(STAMP)  ## a bench run: the controller against simulated devices on virtual serial ports
 	$(BIN)/shoewarden bench --profile gr-blackjack --shoes 2 --seed 7
+
+demo: $(STAMP)  ## six tables of different profiles, the floor and their dealer displays
+	$(BIN)/shoewarden demo --tables 6
 
 # the browser tests drive Debian's headless Chromium; installed when missing, as the venv is
 browser:
@@ -44,6 +48,7 @@ bench: $(STAMP)  ## print speed and memory figures
 	$(BIN)/python benchmarks/receive_fuzz.py --streams 100000
 	$(BIN)/python benchmarks/paths.py
 	$(BIN)/python benchmarks/shuffle_screen.py
+	$(BIN)/python benchmarks/floor_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -299,7 +299,7 @@ class Floor:
                     draft = from_deviation(table, row)
                     if draft is not None:
                         drafts.append(draft)
-                rows.append((record["seq"], record["hash"], raw.decode("utf-8")[:-1]))
+                rows.append((record["seq"], record["hash"], raw[:-1]))
             if records:
                 pos.seq, pos.hash = result.head_seq, result.head
                 pos.mac = result.mac_head

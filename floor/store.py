@@ -22,7 +22,8 @@ from floor.alerts import Alert, AlertDraft
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit_records (
     table_id TEXT NOT NULL, file TEXT NOT NULL, seq INTEGER NOT NULL, hash TEXT NOT NULL,
-    record TEXT NOT NULL, PRIMARY KEY (table_id, file, seq)) WITHOUT ROWID;
+    record BLOB NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS audit_records_key ON audit_records (table_id, file, seq);
 CREATE TABLE IF NOT EXISTS log_files (
     table_id TEXT NOT NULL, file TEXT NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL,
     seq INTEGER NOT NULL, hash TEXT NOT NULL, mac TEXT NOT NULL, chain TEXT,
@@ -98,7 +99,8 @@ class FloorStore:
                 "acked_at, note FROM alerts ORDER BY id").fetchall()
         return [Alert(*row) for row in rows]
 
-    def records(self, table: str, files: Iterable[str] | None = None) -> Iterator[tuple[str, str]]:
+    def records(self, table: str, files: Iterable[str] | None = None
+                ) -> Iterator[tuple[str, bytes]]:
         """(file, record line) of a table, each file in seq order (a fresh connection: the
         caller may be another thread, and WAL lets it read while the follower writes)."""
         db = sqlite3.connect(self.path) if self.path != ":memory:" else self.db
@@ -121,7 +123,7 @@ class FloorStore:
 
     # ------------------------------------------------------------------ writing
 
-    def commit_run(self, pos: FilePosition, rows: list[tuple[int, str, str]],
+    def commit_run(self, pos: FilePosition, rows: list[tuple[int, str, bytes]],
                    drafts: list[AlertDraft]) -> list[Alert]:
         """One run of records (seq, hash, line) of one file, its new position and the alerts
         they made, in one transaction. Returns the alerts that are new (not already known)."""

@@ -163,9 +163,9 @@ def test_architecture_doc_names_every_controller_module() -> None:
             assert f"drivers/{path.name}" in doc or f"`{path.name}`" in doc, path.name
 
 
-def test_readme_quick_start_is_two_make_commands() -> None:
+def test_readme_quick_start_is_three_make_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     block = readme.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
     commands = [line.split("#")[0].strip() for line in block.strip().splitlines()]
-    assert commands == ["make run", "make test"]
+    assert commands == ["make run", "make test", "make demo"]
     assert "make test" in (ROOT / ".ci" / "run").read_text()

@@ -102,3 +102,24 @@ def test_bench_serves_its_dealer_display_while_it_deals(tmp_path: Path) -> None:
             bench.kill()
             bench.wait()
     assert page is not None and "result: OK" in page
+
+
+def test_the_demo_deals_several_tables_the_floor_follows(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    demo = subprocess.run(
+        [sys.executable, "-m", "controller", "demo", "--tables", "3", "--http", "127.0.0.1:0",
+         "--duration", "8", "--pace", "0.01", "--log", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, env=env)
+    assert demo.returncode == 0, demo.stderr
+    assert "the floor:  http://127.0.0.1:" in demo.stdout
+    tables = sorted(p.name for p in (tmp_path / "tables").iterdir() if p.is_dir())
+    assert tables == ["BJ-01", "BP-02", "ST-03"]
+    floor = open_floor([tmp_path / "tables"], tmp_path / "check")
+    drain(floor)
+    assert {t: floor.tables[t].state.profile for t in tables} == {
+        "BJ-01": "gr-blackjack", "BP-02": "gr-banco-punto", "ST-03": "gr-stud-poker"}
+    # the demo's own floor saw as much, and the mistakes scenario made alerts
+    last = demo.stdout.strip().splitlines()[-1]
+    assert "record(s) read" in last and " 0 alert(s)" not in last

@@ -1,4 +1,5 @@
-"""The device commands of the ``shoewarden`` CLI: ``run``, ``bench``, ``sim``, ``ports``, ``floor``.
+"""The device commands of the ``shoewarden`` CLI: ``run``, ``bench``, ``sim``, ``ports``, ``floor``,
+``demo``.
 
 Registered by :func:`controller.cli.build_parser`; each command's module (and with it the
 drivers, pyserial, pyusb, the simulators) is imported only when the command runs.
@@ -70,6 +71,13 @@ def cmd_floor(args: argparse.Namespace) -> int:
     from floor.cli import cmd_floor as floor
 
     return floor(args)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    _logging(False)
+    from controller.app.demo import cmd_demo as demo
+
+    return demo(args)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -165,6 +173,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "floor's pages, JSON API and live stream (docs/floor.md).")
     add_floor_options(floor)
     floor.set_defaults(func=cmd_floor)
+
+    demo = sub.add_parser(
+        "demo", help="simulated tables dealing at a human pace, the floor following them",
+        description="N simulated tables of different profiles (some with dealer mistakes "
+        "and device faults) dealing at a human pace, each with its dealer display, and the "
+        "floor following them; prints the URLs. Ctrl-C stops.")
+    demo.add_argument("--tables", type=_positive, default=4, help="how many (default 4)")
+    demo.add_argument("--http", default="127.0.0.1:8080", metavar="HOST:PORT",
+                      help="the floor's address; the dealer displays take the ports after "
+                      "it (default 127.0.0.1:8080)")
+    demo.add_argument("--duration", type=_seconds, metavar="S",
+                      help="stop after S seconds (default: when the tables close, or Ctrl-C)")
+    demo.add_argument("--pace", type=_seconds, default=1.0,
+                      help="seconds between a dealer's steps (default 1: a human's pace)")
+    demo.add_argument("--log", metavar="DIR", help="where the logs go (default: a new "
+                      "temporary directory, printed)")
+    demo.set_defaults(func=cmd_demo)
 
     ports = sub.add_parser("ports", help="list serial ports and USB devices",
                            description="Serial ports (device, description, hwid, serial "
