@@ -6,6 +6,8 @@ Prints:
   into the layout ``bench`` writes; the floor verifies every chain, folds every record,
   raises the alerts and indexes every record in SQLite (target ≥ 50,000 records/s); and
   the same without indexing the records (the dealer display's mode);
+- the dealer display's cost to its table: per-event time of a table day (session and log,
+  fsync per input) with and without its display following the log in the same process;
 - alert latency: ``--live-tables`` benches (simulated devices, several with dealer
   mistakes and faults) deal at once while the floor follows them and serves its event
   stream; for every alert, the time from its deviation record's ``ts`` (written, and
@@ -143,6 +145,32 @@ def alert_latency(n: int, pace: float, work: Path) -> tuple[list[float], int]:
     return latencies, sum(1 for b in benches if b.returncode not in (0, 1))
 
 
+def display_overhead(work: Path, rounds: int = 2) -> dict[bool, list[float]]:
+    """Per-event time (session + log, fsync per input) of a table day with and without
+    its dealer display following the log in the same process (same-run A/B, alternated)."""
+    from floor.display import start_display
+
+    profile = load_profile("gr-banco-punto")
+    events = [parse_event(s.event) for s in table_day(
+        profile, 1, DayPlan(start=dt.datetime(2026, 11, 21, 10, tzinfo=dt.UTC)))]
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for i in range(rounds * 2):
+        shown = bool(i % 2)
+        root = work / f"ab-{i}"
+        log = open_table_log(root, "AB-01", dt.date(2026, 11, 21), durability="input")
+        session = TableSession(profile, log, {"durability": "input"})
+        session.start("AB-01")
+        display = start_display(root, "AB-01", "127.0.0.1:0") if shown else None
+        for event in events:
+            t = time.perf_counter()
+            session.feed(event)
+            times[shown].append(time.perf_counter() - t)
+        log.close()
+        if display is not None:
+            display.stop()
+    return times
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=60,
@@ -166,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
         n2, s2 = catch_up(work / "day", work, keep_records=False)
         print(f"floor catch-up without indexing records (dealer display): {n2 / s2:,.0f} "
               "records/s")
+        ab = display_overhead(work)
+        q0 = statistics.quantiles(ab[False], n=100, method="inclusive")
+        q1 = statistics.quantiles(ab[True], n=100, method="inclusive")
+        print(f"table per event (session + log, fsync per input), without / with its dealer "
+              f"display in the process: p50 {q0[49] * 1e3:.3f} / {q1[49] * 1e3:.3f} ms, p99 "
+              f"{q0[98] * 1e3:.3f} / {q1[98] * 1e3:.3f} ms ({len(ab[True])} events each)")
         latencies, failed = alert_latency(args.live_tables, args.pace, work)
         if len(latencies) < 2:
             print(f"floor alert latency: only {len(latencies)} alert(s) seen")

@@ -39,7 +39,7 @@ from floor.alerts import (
     AlertDraft,
     from_deviation,
 )
-from floor.follow import Chunk, LogFile, file_size, read_new, scan
+from floor.follow import READ_SLICE, Chunk, LogFile, file_size, read_new, scan
 from floor.store import FilePosition, FloorStore
 from floor.tablestate import TableState
 
@@ -48,6 +48,10 @@ log = logging.getLogger(__name__)
 #: the floor's own log is a "table" of this id under ``--log`` (never followed as a table)
 FLOOR_LOG_ID = "floor"
 Publish = Callable[[dict[str, Any]], None]
+#: how often the follower lists the log directories (new tables and files, an older file
+#: grown); between listings it reads only each table's newest file: a floor of hundreds of
+#: tables polls a few hundred file sizes every 20 ms, not every directory
+RESCAN_EVERY = 0.5
 
 
 def utc_now() -> str:
@@ -100,7 +104,8 @@ class Floor:
     def __init__(self, roots: list[Path], store: FloorStore, *, audit_dir: Path | None = None,
                  publish: Publish | None = None, keep_records: bool = True,
                  tables: frozenset[str] | None = None, silent_after: float = 120.0,
-                 poll_interval: float = 0.02, clock: Callable[[], float] = time.time) -> None:
+                 poll_interval: float = 0.02, clock: Callable[[], float] = time.time,
+                 slice_bytes: int = READ_SLICE, yield_gil: bool = False) -> None:
         self.roots = [Path(r) for r in roots]
         self.store = store
         self.audit_dir = audit_dir
@@ -110,6 +115,12 @@ class Floor:
         self.silent_after = silent_after
         self.poll_interval = poll_interval
         self.clock = clock
+        #: how much of a file one ingest takes, and whether to let other threads run between
+        #: ingests: the dealer display shares its process (and the GIL) with the engine thread,
+        #: so it works in small slices and yields after each, and the engine never waits for
+        #: a Python switch interval (5 ms) behind it
+        self.slice_bytes = slice_bytes
+        self.yield_gil = yield_gil
         self.tables: dict[str, TableWatch] = {}
         self.alerts: dict[int, Alert] = {}
         self.lock = threading.RLock()  # tables and alerts: the follower writes, the web reads
@@ -117,6 +128,8 @@ class Floor:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_silence_check = 0.0
+        self._found: dict[str, list[LogFile]] | None = None
+        self._last_scan = 0.0
         self.records_ingested = 0
         self._skip = frozenset({FLOOR_LOG_ID})
         self._restore()
@@ -231,20 +244,29 @@ class Floor:
             watch = self.tables[table] = TableWatch(table, TableState(table))
         return watch
 
-    def poll(self) -> int:
-        """One pass over every followed log: returns the records accepted."""
-        found = scan(self.roots, self._skip)
+    def poll(self, *, rescan: bool = False) -> int:
+        """One pass over every followed log: returns the records accepted. ``rescan``: list
+        the directories now, whenever they were last listed."""
+        now = self.clock()
+        full = rescan or self._found is None or now - self._last_scan >= RESCAN_EVERY
+        if full:  # list the directories: new tables, new files, older files grown
+            self._found = scan(self.roots, self._skip)
+            self._last_scan = now
+        assert self._found is not None
         total = 0
-        for table, files in found.items():
+        for table, files in self._found.items():
             if self.only is not None and table not in self.only:
                 continue
+            watch = self.tables.get(table)
+            latest = watch.last_file if watch is not None and not full else None
             for lf in files:
+                if latest is not None and file_order(lf.file) < file_order(latest):
+                    continue  # between listings only the newest file is read
                 while True:
                     n = self._follow(table, lf)
                     total += n
                     if n == 0:
                         break
-        now = self.clock()
         if now - self._last_silence_check >= 1.0:
             self._last_silence_check = now
             self._check_silence(now)
@@ -256,10 +278,13 @@ class Floor:
             pos = watch.files.get(lf.file)
         if pos is not None and pos.broken:
             return 0
-        chunk = read_new(lf, pos.offset if pos else 0)
+        chunk = read_new(lf, pos.offset if pos else 0, self.slice_bytes)
         if chunk is None:
             return 0
-        return self.ingest(table, chunk)
+        n = self.ingest(table, chunk)
+        if self.yield_gil:
+            time.sleep(0)  # release the GIL: the engine thread goes first
+        return n
 
     def ingest(self, table: str, chunk: Chunk) -> int:
         """Verify, fold and index one run of whole lines of a table's file."""

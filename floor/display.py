@@ -14,6 +14,9 @@ from floor.serve import ServerThread, host_port
 from floor.store import FloorStore
 from floor.web import display_app
 
+#: the display reads its log in slices of about 20 records, yielding the GIL after each
+DISPLAY_SLICE = 8 << 10
+
 
 class Display:
     """A running display: :meth:`stop` it when the table stops."""
@@ -22,7 +25,8 @@ class Display:
         host, port = host_port(address)
         self.floor = Floor([log_root], FloorStore(":memory:"), keep_records=False,
                            tables=frozenset({table}) if table else None,
-                           silent_after=float("inf"), poll_interval=0.02)
+                           silent_after=float("inf"), poll_interval=0.02,
+                           slice_bytes=DISPLAY_SLICE, yield_gil=True)
         self.web = ServerThread(display_app(self.floor, table), host, port)
 
     def start(self) -> Display:

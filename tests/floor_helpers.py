@@ -46,7 +46,7 @@ def open_floor(roots: list[Path], work: Path, **kw: object) -> Floor:
 
 
 def drain(floor: Floor) -> int:
-    total = 0
+    total = floor.poll(rescan=True)  # the files written since the last listing, at once
     while True:
         n = floor.poll()
         total += n

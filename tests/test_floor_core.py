@@ -257,3 +257,23 @@ def test_the_floors_own_log_is_not_followed_as_a_table(day_log: Path, tmp_path: 
     floor.ack(min(floor.alerts), "Ann Pit", "")
     drain(floor)
     assert set(floor.tables) == {"BP-01"}
+
+
+def test_records_appended_to_a_file_after_the_table_moved_on_are_an_alert(
+        tmp_path: Path) -> None:
+    from controller.audit import AuditLog
+
+    root = tmp_path / "logs"
+    _day(root, "RU-03", dt.date(2026, 11, 20), 10)
+    _day(root, "RU-03", dt.date(2026, 11, 21), 10)
+    floor = open_floor([root], tmp_path / "floor")
+    drain(floor)
+    assert not floor.alerts
+    older = table_files(root, "RU-03")[0]
+    with AuditLog.open(older, durability="none") as log:  # its own chain goes on, validly
+        log.write("note", {"table": "RU-03", "state": "closed"}, text="written later")
+    assert floor.poll() == 0  # between listings only the newest file is read
+    drain(floor)  # the next listing finds it
+    (alert,) = floor.alerts.values()
+    assert alert.code == CHAIN_BREAK and alert.seq == 11
+    assert "after the table had moved on" in alert.message
