@@ -95,7 +95,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"shoewarden check: {source}: {e.strerror or e}", file=sys.stderr)
         _close_quietly(session)
         return EXIT_BAD_INPUT
-    _close_quietly(session)
+    try:  # under the 'none' policy the last records are written here: a failure is news
+        session.close()
+    except (AuditLogError, OSError) as e:
+        print(f"shoewarden check: {source}: cannot write the audit log: {e}; the log verifies "
+              "up to its last whole record", file=sys.stderr)
+        return EXIT_BAD_INPUT
     _summary(session, bad_lines, sys.stderr if args.json else out)
     if bad_lines:
         return EXIT_BAD_INPUT

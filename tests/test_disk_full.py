@@ -125,3 +125,25 @@ def test_bench_whose_anchors_cannot_be_written_ends_with_its_summary(tmp_path: P
     assert "ANCHOR_WRITE_FAILED [critical]" in run.stdout
     assert "card check: 261 card(s)" in run.stdout and "OK, no card lost" in run.stdout
     assert run.stdout.rstrip().splitlines()[-1].startswith("result: FAILED")
+
+
+def test_check_log_under_none_on_a_full_disk_is_still_one_message(
+        tmp_path: Path, quota, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """Under 'none' the records wait in a batch and the last one is written at close: a
+    full disk there is reported (exit 2), never swallowed."""
+    stream = str(ROOT / "config" / "examples" / "gr-blackjack-day.jsonl")
+    whole = tmp_path / "whole.jsonl"
+    assert main(["check", "--profile", "gr-blackjack", "--log", str(whole), "--durability",
+                 "none", stream]) in (0, 1)
+    capsys.readouterr()
+    log = tmp_path / "check.jsonl"
+    log.touch()
+    q = quota(log, whole.stat().st_size - 100)  # only the last batch, written at close, fails
+    code = main(["check", "--profile", "gr-blackjack", "--log", str(log), "--durability", "none",
+                 stream])
+    err = capsys.readouterr().err
+    assert q.failed
+    assert code == 2, err
+    assert "Traceback" not in err and "cannot write the audit log" in err
+    result = verify_file(log)
+    assert result.ok and log.read_bytes().endswith(b"\n")
