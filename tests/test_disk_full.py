@@ -147,3 +147,27 @@ def test_check_log_under_none_on_a_full_disk_is_still_one_message(
     assert "Traceback" not in err and "cannot write the audit log" in err
     result = verify_file(log)
     assert result.ok and log.read_bytes().endswith(b"\n")
+
+
+@pytest.mark.slow
+def test_bench_under_none_whose_last_batch_fails_ends_failed_not_with_a_traceback(
+        tmp_path: Path, quota) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    from controller.app.bench import BenchOptions, run_bench
+
+    def bench(logs: Path) -> object:
+        return run_bench(BenchOptions(profile="gr-blackjack", shoes=1, seed=3, log=str(logs),
+                                      durability="none", no_progress=True), io.StringIO())
+
+    whole = bench(tmp_path / "a")
+    assert whole.code == 0 and whole.log is not None  # type: ignore[attr-defined]
+    name = whole.log.relative_to(tmp_path / "a")  # type: ignore[attr-defined]
+    path = tmp_path / "b" / name
+    path.parent.mkdir(parents=True)
+    path.touch(mode=0o640)
+    quota(path, whole.log.stat().st_size - 100)  # type: ignore[attr-defined]
+    result = bench(tmp_path / "b")
+    assert result.code != 0  # type: ignore[attr-defined]
+    assert "could not be written" in (result.failure or "")  # type: ignore[attr-defined]
+    assert verify_file(path).ok

@@ -346,7 +346,11 @@ def _serve_table(cfg: TableConfig, session: TableSession, recovered: Any, note: 
         runtime.request_stop("interrupted")
         runtime.wait(10)
     runtime.join(10)
-    session.close()
+    try:
+        session.close()
+    except (AuditLogError, OSError) as e:
+        display.write(f"the audit log could not be closed cleanly: {e}; it verifies up to its "
+                      "last whole record")
     t = session.tally
     display.write(f"stopped ({runtime.error or runtime.stop_reason}): {t.shoes} shoe(s), "
                   f"{t.rounds} round(s), {t.cards} card(s) today; state "

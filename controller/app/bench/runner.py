@@ -20,6 +20,7 @@ from controller.app.bench.setup import BenchDay, prepare
 from controller.app.bench.verdict import BenchResult, judge, print_summary
 from controller.app.runtime import CONTROLLER, CONTROLLER_ERROR, TableRuntime
 from controller.app.sequencing import BenchSequencer
+from controller.audit import AuditLogError
 from controller.events import DeviceOk
 from controller.progressbar import ProgressBar, wanted
 from drivers.errors import DeviceError
@@ -129,10 +130,14 @@ def _deal(d: BenchDay, opts: BenchOptions, out: IO[str], result: BenchResult,
         stop_console.set()
         if sim is not None:
             sim.stop()
-        if result.sim_cards is not None:  # the simulated day ended: every card is out
-            reveal_seed(session, d.seed, d.nonce)
-        session.close()
-        d.hold.release()
+        try:
+            if result.sim_cards is not None:  # the simulated day ended: every card is out
+                reveal_seed(session, d.seed, d.nonce)
+            session.close()  # under 'none' the last batch of records is written here
+        except (AuditLogError, OSError) as e:
+            result.failure = result.failure or f"the audit log could not be written: {e}"
+        finally:
+            d.hold.release()
 
 
 def cmd_bench(args: Any) -> int:
