@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test quick lint bench clean browser demo
+.PHONY: run test quick lint bench clean browser servers demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,13 @@ browser:
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update && $$SUDO apt-get install -y chromium chromium-driver; }
 
-test: $(STAMP) browser
+# the database floor's tests start private servers from Debian's nats-server and postgresql
+servers:
+	@command -v nats-server >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update && $$SUDO apt-get install -y nats-server postgresql; }
+
+test: $(STAMP) browser servers
 	$(BIN)/ruff check controller drivers simulators floor tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest

@@ -22,3 +22,28 @@ if os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 elif os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+# --------------------------------------------------------------------- real servers
+
+import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.servers import NatsServer, PostgresServer, nats, postgres  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One private PostgreSQL per test process (each test takes a database of its own)."""
+    with postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def nats_server() -> Iterator[NatsServer]:
+    """A private JetStream server per test (a test may SIGKILL it and start it again)."""
+    with tempfile.TemporaryDirectory(prefix="shoewarden-nats-") as work, nats(Path(work)) as s:
+        yield s
