@@ -10,7 +10,7 @@ from controller.audit import AuditLogError
 from floor.core import Floor
 from floor.options import add_floor_options as add_floor_options
 from floor.serve import HostPortError, host_port, server
-from floor.store import FloorStore, StoreError, sqlite_path
+from floor.store import StoreError, open_store
 from floor.views import Disclosure
 from floor.web import floor_app
 
@@ -18,7 +18,7 @@ from floor.web import floor_app
 def open_floor(args: argparse.Namespace) -> Floor:
     log_dir = Path(args.log)
     db = args.db or f"sqlite:///{(log_dir / 'floor.sqlite').resolve()}"
-    store = FloorStore(sqlite_path(db))
+    store = open_store(db)
     return Floor([Path(d) for d in args.logs], store, audit_dir=log_dir,
                  silent_after=args.silent_after)
 

@@ -40,7 +40,7 @@ from floor.alerts import (
     from_deviation,
 )
 from floor.follow import READ_SLICE, Chunk, LogFile, file_size, read_new, scan
-from floor.store import FilePosition, FloorStore
+from floor.store import FilePosition, SqlIndex
 from floor.tablestate import TableState
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class Floor:
     dealer display, which only shows the live state). ``tables``: follow only these ids.
     """
 
-    def __init__(self, roots: list[Path], store: FloorStore, *, audit_dir: Path | None = None,
+    def __init__(self, roots: list[Path], store: SqlIndex, *, audit_dir: Path | None = None,
                  publish: Publish | None = None, keep_records: bool = True,
                  tables: frozenset[str] | None = None, silent_after: float = 120.0,
                  poll_interval: float = 0.02, clock: Callable[[], float] = time.time,

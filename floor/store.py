@@ -1,40 +1,35 @@
-"""The floor's index: SQLite (stdlib ``sqlite3``), one transaction per run of records read.
+"""The floor's index: SQLite (one machine) or PostgreSQL (the database floor), one
+transaction per run of records read.
 
 Holds every record the floor accepted (``audit_records``, the schema the database floor of
 issue 12 keeps in PostgreSQL), how far each log file was read and where its chain stands
 (``log_files``), and the alerts with their acknowledgements (``alerts``). A run of records,
 the file's new position and the alerts they made are committed together, so a floor killed
-at any moment restarts where its index says, with nothing lost and nothing twice. WAL mode:
-the web thread reads (round look-ups) while the follower writes.
+at any moment restarts where its index says, with nothing lost and nothing twice.
+
+All the logic is :class:`SqlIndex`, written once in the SQL both databases speak
+(``ON CONFLICT``, ``RETURNING``); a backend supplies only the transport: its connection,
+its transactions, how a batch of records goes in (``executemany`` into SQLite, one
+``unnest`` statement per run into PostgreSQL) and its schema, as versioned plain SQL files
+(``floor/migrations/<backend>/NNNN_name.sql``, applied in order on open and recorded in
+``schema_version``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from floor.alerts import Alert, AlertDraft
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS audit_records (
-    table_id TEXT NOT NULL, file TEXT NOT NULL, seq INTEGER NOT NULL, hash TEXT NOT NULL,
-    record BLOB NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS audit_records_key ON audit_records (table_id, file, seq);
-CREATE TABLE IF NOT EXISTS log_files (
-    table_id TEXT NOT NULL, file TEXT NOT NULL, path TEXT NOT NULL, offset INTEGER NOT NULL,
-    seq INTEGER NOT NULL, hash TEXT NOT NULL, mac TEXT NOT NULL, chain TEXT,
-    broken TEXT, PRIMARY KEY (table_id, file));
-CREATE TABLE IF NOT EXISTS alerts (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, table_id TEXT NOT NULL, file TEXT NOT NULL,
-    seq INTEGER NOT NULL, code TEXT NOT NULL, severity TEXT NOT NULL, message TEXT NOT NULL,
-    rule TEXT NOT NULL, ts TEXT NOT NULL, acked_by TEXT, acked_at TEXT, note TEXT,
-    UNIQUE (table_id, file, seq, code));
-"""
-
+#: the versioned schema steps, one directory per backend
+MIGRATIONS = Path(__file__).with_name("migrations")
 
 class StoreError(Exception):
     """The index cannot be opened (bad URL, unreadable file): a clear message, exit 2."""
@@ -46,8 +41,7 @@ def sqlite_path(url: str) -> str:
         return url[len("sqlite://"):]
     if url.startswith("sqlite:"):
         return url[len("sqlite:"):]
-    raise StoreError(f"--db {url!r}: only sqlite:///PATH is supported on one machine "
-                     "(PostgreSQL is the database floor's, docs/floor.md)")
+    raise StoreError(f"--db {url!r}: use sqlite:///PATH or postgresql://…")
 
 
 @dataclass
@@ -65,61 +59,111 @@ class FilePosition:
     broken: str | None = None
 
 
-class FloorStore:
-    def __init__(self, path: str) -> None:
-        self.path = path
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the floor's index {path}: {exc}") from None
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def migrations(backend: str) -> list[Migration]:
+    """The backend's schema steps, in order: ``NNNN_name.sql`` under its directory."""
+    out = []
+    for path in sorted((MIGRATIONS / backend).glob("*.sql")):
+        number, _, name = path.stem.partition("_")
+        out.append(Migration(int(number), name, path.read_text(encoding="utf-8")))
+    return out
+
+
+SCHEMA_VERSION = ("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+                  "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+POSITION_COLUMNS = 'table_id, file, path, "offset", seq, hash, mac, chain, broken'
+ALERT_COLUMNS = ("id, table_id, file, seq, code, severity, message, rule, ts, acked_by, "
+                 "acked_at, note")
+
+
+class SqlIndex:
+    """The floor's index, past the transport: every query is here, once.
+
+    A backend sets :attr:`param` (its placeholder) and implements :meth:`_run`,
+    :meth:`_transaction`, :meth:`_insert_records`, :meth:`_read` and :meth:`_migrate`.
+    """
+
+    param = "?"
+    backend = ""
+
+    def __init__(self) -> None:
         self.lock = threading.RLock()
 
+    # ------------------------------------------------------------------ the transport
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """One statement on the writing connection; its rows (none for a plain write)."""
+        raise NotImplementedError
+
+    def _transaction(self) -> contextlib.AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def _insert_records(self, pos: FilePosition, rows: list[tuple[int, str, bytes]]) -> None:
+        raise NotImplementedError
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """A query from another thread (the web's round look-ups) while the follower writes."""
+        raise NotImplementedError
+
     def close(self) -> None:
+        raise NotImplementedError
+
+    def q(self, sql: str) -> str:
+        return sql if self.param == "?" else sql.replace("?", self.param)
+
+    def _apply_migrations(self, applied: set[int]) -> list[Migration]:
+        return [m for m in migrations(self.backend) if m.version not in applied]
+
+    def _record_migration(self, m: Migration) -> None:
+        self._run(self.q("INSERT INTO schema_version (version, name, applied_at) "
+                         "VALUES (?, ?, ?)"),
+                  (m.version, m.name, dt.datetime.now(dt.UTC).isoformat()))
+
+    def schema_version(self) -> int:
         with self.lock:
-            self.db.close()
+            rows = self._run("SELECT max(version) FROM schema_version")
+        return int(rows[0][0] or 0)
 
     # ------------------------------------------------------------------ reading back
 
     def positions(self) -> list[FilePosition]:
         with self.lock:
-            rows = self.db.execute(
-                "SELECT table_id, file, path, offset, seq, hash, mac, chain, broken "
-                "FROM log_files").fetchall()
+            rows = self._run(f"SELECT {POSITION_COLUMNS} FROM log_files")
         return [FilePosition(*row) for row in rows]
 
     def alerts(self) -> list[Alert]:
         with self.lock:
-            rows = self.db.execute(
-                "SELECT id, table_id, file, seq, code, severity, message, rule, ts, acked_by, "
-                "acked_at, note FROM alerts ORDER BY id").fetchall()
+            rows = self._run(f"SELECT {ALERT_COLUMNS} FROM alerts ORDER BY id")
         return [Alert(*row) for row in rows]
 
     def records(self, table: str, files: Iterable[str] | None = None
                 ) -> Iterator[tuple[str, bytes]]:
-        """(file, record line) of a table, each file in seq order (a fresh connection: the
-        caller may be another thread, and WAL lets it read while the follower writes)."""
-        db = sqlite3.connect(self.path) if self.path != ":memory:" else self.db
-        try:
-            names = list(files) if files is not None else [r[0] for r in db.execute(
-                "SELECT DISTINCT file FROM audit_records WHERE table_id = ?", (table,))]
-            for name in names:
-                for (line,) in db.execute(
-                        "SELECT record FROM audit_records WHERE table_id = ? AND file = ? "
-                        "ORDER BY seq", (table, name)):
-                    yield name, line
-        finally:
-            if db is not self.db:
-                db.close()
+        """(file, record line) of a table, each file in seq order."""
+        names = list(files) if files is not None else [r[0] for r in self._read(
+            self.q("SELECT DISTINCT file FROM audit_records WHERE table_id = ?"), (table,))]
+        for name in names:
+            for (line,) in self._read(self.q(
+                    f"SELECT {self.record_text} FROM audit_records WHERE table_id = ? "
+                    "AND file = ? ORDER BY seq"), (table, name)):
+                yield name, line if isinstance(line, bytes) else line.encode()
+
+    record_text = "record"
 
     def files_of(self, table: str) -> list[str]:
         with self.lock:
-            return [r[0] for r in self.db.execute(
-                "SELECT file FROM log_files WHERE table_id = ?", (table,))]
+            return [r[0] for r in self._run(
+                self.q("SELECT file FROM log_files WHERE table_id = ?"), (table,))]
+
+    def stats(self) -> dict[str, Any]:
+        with self.lock:
+            ((n,),) = self._run("SELECT count(*) FROM audit_records")
+        return {"records": int(n)}
 
     # ------------------------------------------------------------------ writing
 
@@ -127,58 +171,184 @@ class FloorStore:
                    drafts: list[AlertDraft]) -> list[Alert]:
         """One run of records (seq, hash, line) of one file, its new position and the alerts
         they made, in one transaction. Returns the alerts that are new (not already known)."""
-        with self.lock:
-            db = self.db
-            db.execute("BEGIN")
-            try:
-                db.executemany(
-                    "INSERT OR IGNORE INTO audit_records VALUES (?, ?, ?, ?, ?)",
-                    [(pos.table, pos.file, seq, h, line) for seq, h, line in rows])
-                db.execute(
-                    "INSERT OR REPLACE INTO log_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (pos.table, pos.file, pos.path, pos.offset, pos.seq, pos.hash, pos.mac,
-                     pos.chain, pos.broken))
-                made = self._insert_alerts(drafts)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        return made
+        with self.lock, self._transaction():
+            if rows:
+                self._insert_records(pos, rows)
+            self._run(self.q(
+                f"INSERT INTO log_files ({POSITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                'ON CONFLICT (table_id, file) DO UPDATE SET path = excluded.path, '
+                '"offset" = excluded."offset", seq = excluded.seq, hash = excluded.hash, '
+                "mac = excluded.mac, chain = excluded.chain, broken = excluded.broken"),
+                (pos.table, pos.file, pos.path, pos.offset, pos.seq, pos.hash, pos.mac,
+                 pos.chain, pos.broken))
+            return self._insert_alerts(drafts)
 
     def add_alerts(self, drafts: list[AlertDraft]) -> list[Alert]:
-        with self.lock:
-            self.db.execute("BEGIN")
-            try:
-                made = self._insert_alerts(drafts)
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-        return made
+        with self.lock, self._transaction():
+            return self._insert_alerts(drafts)
 
     def _insert_alerts(self, drafts: list[AlertDraft]) -> list[Alert]:
         made = []
         for d in drafts:
-            cur = self.db.execute(
-                "INSERT OR IGNORE INTO alerts (table_id, file, seq, code, severity, message, "
-                "rule, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows = self._run(self.q(
+                "INSERT INTO alerts (table_id, file, seq, code, severity, message, rule, ts) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (table_id, file, seq, code) DO NOTHING RETURNING id"),
                 (d.table, d.file, d.seq, d.code, d.severity, d.message, d.rule, d.ts))
-            if cur.rowcount:
-                made.append(Alert(int(cur.lastrowid or 0), d.table, d.file, d.seq, d.code,
+            if rows:
+                made.append(Alert(int(rows[0][0]), d.table, d.file, d.seq, d.code,
                                   d.severity, d.message, d.rule, d.ts))
         return made
 
     def ack(self, alert_id: int, by: str, at: str, note: str) -> None:
         with self.lock:
-            self.db.execute("UPDATE alerts SET acked_by = ?, acked_at = ?, note = ? "
-                            "WHERE id = ? AND acked_by IS NULL", (by, at, note, alert_id))
+            self._run(self.q("UPDATE alerts SET acked_by = ?, acked_at = ?, note = ? "
+                             "WHERE id = ? AND acked_by IS NULL"), (by, at, note, alert_id))
 
     def mark_broken(self, table: str, file: str, why: str) -> None:
         with self.lock:
-            self.db.execute("UPDATE log_files SET broken = ? WHERE table_id = ? AND file = ?",
-                            (why, table, file))
+            self._run(self.q("UPDATE log_files SET broken = ? WHERE table_id = ? AND file = ?"),
+                      (why, table, file))
 
-    def stats(self) -> dict[str, Any]:
+
+class FloorStore(SqlIndex):
+    """SQLite (stdlib ``sqlite3``), WAL: the web thread reads while the follower writes."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute(SCHEMA_VERSION)
+            applied = {r[0] for r in self.db.execute("SELECT version FROM schema_version")}
+            for m in self._apply_migrations(applied):
+                with self._transaction():
+                    for statement in m.sql.split(";"):
+                        if statement.strip():
+                            self.db.execute(statement)
+                    self._record_migration(m)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the floor's index {path}: {exc}") from None
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cur = self.db.execute(sql, params)
+        return cur.fetchall() if cur.description is not None else []
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.db.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def _insert_records(self, pos: FilePosition, rows: list[tuple[int, str, bytes]]) -> None:
+        self.db.executemany(
+            "INSERT OR IGNORE INTO audit_records (table_id, file, seq, hash, record) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(pos.table, pos.file, seq, h, line) for seq, h, line in rows])
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        if self.path == ":memory:":
+            with self.lock:
+                return self.db.execute(sql, params).fetchall()
+        db = sqlite3.connect(self.path)
+        try:
+            return db.execute(sql, params).fetchall()
+        finally:
+            db.close()
+
+    def close(self) -> None:
         with self.lock:
-            (n,) = self.db.execute("SELECT count(*) FROM audit_records").fetchone()
-        return {"records": n}
+            self.db.close()
+
+
+class PostgresStore(SqlIndex):
+    """PostgreSQL (psycopg 3): the database floor's index, shared by every floor process.
+
+    ``record`` is ``jsonb`` (the issue's schema): the floor folds it back parsed, never
+    re-verifies its bytes from the database (the chain is checked before the row is
+    written, and ``hash`` keeps the table's hash of it). A run of records goes in as one
+    ``INSERT … SELECT FROM unnest(arrays)``: one round trip however long the backlog.
+    """
+
+    backend = "postgresql"
+    param = "%s"
+    record_text = "record::text"
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        import psycopg
+
+        self.url = url
+        try:
+            self.db = psycopg.connect(url, autocommit=True)
+            with self.db.transaction():
+                # several floors may start at once: one applies the migrations, the others wait
+                self.db.execute("SELECT pg_advisory_xact_lock(7301203)")
+                self.db.execute(SCHEMA_VERSION)
+                applied = {r[0] for r in self.db.execute("SELECT version FROM schema_version")}
+                for m in self._apply_migrations(applied):
+                    self.db.execute(m.sql.encode())
+                    self._record_migration(m)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the floor's database {redact(url)}: "
+                             f"{str(exc).strip()}") from None
+        self._reader: Any = None
+        self._read_lock = threading.Lock()
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cur = self.db.execute(sql.encode(), params)
+        return cur.fetchall() if cur.description is not None else []
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self.db.transaction():
+            yield
+
+    def _insert_records(self, pos: FilePosition, rows: list[tuple[int, str, bytes]]) -> None:
+        self.db.execute(
+            "INSERT INTO audit_records (table_id, file, seq, hash, record) "
+            "SELECT %s, %s, s, h, r::jsonb FROM unnest(%s::bigint[], %s::text[], %s::text[]) "
+            "AS t(s, h, r) ON CONFLICT DO NOTHING",
+            (pos.table, pos.file, [r[0] for r in rows], [r[1] for r in rows],
+             [r[2].decode() for r in rows]))
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        with self._read_lock:
+            if self._reader is None or self._reader.closed:
+                self._reader = psycopg.connect(self.url, autocommit=True)
+            return list(self._reader.execute(sql.encode(), params).fetchall())
+
+    def close(self) -> None:
+        with self.lock:
+            self.db.close()
+        with self._read_lock:
+            if self._reader is not None:
+                self._reader.close()
+
+
+def redact(url: str) -> str:
+    """A database URL without its password (for messages)."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        cred, host = rest.rsplit("@", 1)
+        return f"{scheme}://{cred.split(':', 1)[0]}@{host}"
+    return url
+
+
+def open_store(url: str) -> SqlIndex:
+    """``--db``: ``sqlite:///PATH`` or ``postgresql://…`` (``postgres://`` too)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(url)
+    return FloorStore(sqlite_path(url))

@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 from controller.cli import main as cli_main
 from floor.core import Floor
-from floor.store import FloorStore
+from floor.store import FloorStore, SqlIndex
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "config" / "examples"
@@ -40,8 +41,17 @@ def append(path: Path, data: bytes) -> None:
         f.write(data)
 
 
+def sqlite_store(work: Path) -> SqlIndex:
+    return FloorStore(str(work / "floor.sqlite"))
+
+
+#: the index a floor working in ``work`` opens (the same ``work``, the same index: a
+#: restart); a test module swaps it to run the same tests on another backend
+STORE_FOR: list[Callable[[Path], SqlIndex]] = [sqlite_store]
+
+
 def open_floor(roots: list[Path], work: Path, **kw: object) -> Floor:
-    return Floor(roots, FloorStore(str(work / "floor.sqlite")), audit_dir=work / "floorlog",
+    return Floor(roots, STORE_FOR[0](work), audit_dir=work / "floorlog",
                  **kw)  # type: ignore[arg-type]
 
 

@@ -30,7 +30,9 @@ def _floor(*args: str) -> subprocess.CompletedProcess[str]:
     (["--logs", "/nonexistent/logs"], "--logs /nonexistent/logs: no such directory"),
     (["--http", "nowhere"], "expected HOST:PORT"),
     (["--http", "127.0.0.1:http"], "is not a number"),
-    (["--db", "postgresql://floor"], "only sqlite:///PATH"),
+    (["--db", "mysql://floor"], "use sqlite:///PATH or postgresql://"),
+    (["--db", "postgresql://sw:secret@127.0.0.1:1/floor"],
+     "cannot open the floor's database postgresql://sw@127.0.0.1:1/floor"),
 ])
 def test_bad_floor_options_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
                                                    message: str) -> None:

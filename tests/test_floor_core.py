@@ -1,8 +1,14 @@
-"""The floor's core: following logs as they grow, the chain check, alerts, acks, restarts."""
+"""The floor's core: following logs as they grow, the chain check, alerts, acks, restarts.
+
+Every test runs on each index backend (python-can style: the same tests, several
+backends): SQLite, the one-machine floor's, and PostgreSQL, the database floor's, on a
+private server (tests/servers.py).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -12,7 +18,31 @@ from controller.audit import open_table_log, verify_set
 from controller.audit.files import table_files
 from floor.alerts import CHAIN_BREAK, CHAIN_NEW, LOG_REWRITTEN, TABLE_SILENT
 from floor.core import AckError, parse_ts
+from floor.store import FloorStore, PostgresStore, SqlIndex
+from tests import floor_helpers
 from tests.floor_helpers import append, deviations_in, drain, grow, open_floor, table_log
+
+
+@pytest.fixture(autouse=True, params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test once per backend: ``open_floor(roots, work)`` opens that backend's index
+    (one database per ``work``, so reopening it is a restart)."""
+    if request.param == "sqlite":
+        def store(work: Path) -> SqlIndex:
+            return FloorStore(str(work / "floor.sqlite"))
+    else:
+        server = request.getfixturevalue("pg_server")
+        databases: dict[Path, str] = {}
+
+        def store(work: Path) -> SqlIndex:
+            if work not in databases:
+                databases[work] = server.new_database()
+            return PostgresStore(databases[work])
+    floor_helpers.STORE_FOR[0] = store
+    try:
+        yield request.param
+    finally:
+        floor_helpers.STORE_FOR[0] = floor_helpers.sqlite_store
 
 
 @pytest.fixture(scope="module")

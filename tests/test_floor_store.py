@@ -1,0 +1,65 @@
+"""The floor's index backends: versioned migrations, the issue's PostgreSQL schema, a rerun
+of a run of records neither doubles nor changes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from floor.alerts import AlertDraft
+from floor.store import FilePosition, FloorStore, PostgresStore, migrations, open_store
+from tests.servers import PostgresServer
+
+
+def test_postgres_migrations_apply_once_in_order_and_keep_the_issues_schema(
+        pg_server: PostgresServer) -> None:
+    url = pg_server.new_database()
+    steps = migrations("postgresql")
+    assert [m.version for m in steps] == sorted(m.version for m in steps) and steps
+    first = PostgresStore(url)
+    assert first.schema_version() == steps[-1].version
+    first.close()
+    again = open_store(url)  # a second floor starting: nothing applied twice
+    assert isinstance(again, PostgresStore) and again.schema_version() == steps[-1].version
+    again.close()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM schema_version").fetchone() == (len(steps),)
+        cols = conn.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = 'audit_records' ORDER BY ordinal_position").fetchall()
+        key = conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'audit_records'::regclass "
+            "AND i.indisprimary").fetchall()
+    assert cols == [("table_id", "text"), ("seq", "bigint"), ("file", "text"),
+                    ("hash", "text"), ("record", "jsonb")]
+    assert sorted(k for (k,) in key) == ["file", "seq", "table_id"]
+
+
+def test_sqlite_index_records_its_schema_version(tmp_path: Path) -> None:
+    store = FloorStore(str(tmp_path / "floor.sqlite"))
+    assert store.schema_version() == migrations("sqlite")[-1].version
+    store.close()
+    assert FloorStore(str(tmp_path / "floor.sqlite")).schema_version() == \
+        migrations("sqlite")[-1].version
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_run_committed_twice_is_stored_once_and_the_first_version_stays(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    url = (f"sqlite:///{tmp_path / 'f.sqlite'}" if backend == "sqlite"
+           else request.getfixturevalue("pg_server").new_database())
+    store = open_store(url)
+    pos = FilePosition("BJ-01", "BJ-01-2026-11-21.jsonl", "/x", 10, 2, "h2", "", None)
+    rows = [(1, "h1", b'{"seq":1,"hash":"h1"}'), (2, "h2", b'{"seq":2,"hash":"h2"}')]
+    draft = AlertDraft("BJ-01", pos.file, 2, "X", "warning", "m", "r", "t")
+    assert len(store.commit_run(pos, rows, [draft])) == 1
+    forged = [(2, "hX", b'{"seq":2,"hash":"hX"}')]
+    assert store.commit_run(pos, forged, [draft]) == []  # a redelivery: nothing new
+    assert store.stats()["records"] == 2
+    lines = [line for _, line in store.records("BJ-01")]
+    assert [b"h2" in line for line in lines] == [False, True] and b"hX" not in lines[1]
+    assert [p.offset for p in store.positions()] == [10]
+    store.close()
