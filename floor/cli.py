@@ -40,3 +40,30 @@ def cmd_floor(args: argparse.Namespace) -> int:
     server(app, host, port).run()
     floor.store.close()
     return 0
+
+
+def cmd_forward(args: argparse.Namespace) -> int:
+    """``shoewarden forward --logs DIR --publish URL [--follow]``."""
+    from floor.forward import Forwarder, ForwardError, connection_from
+
+    try:
+        connection = connection_from(args)
+        for d in args.logs:
+            if not Path(d).is_dir():
+                raise ForwardError(f"--logs {d}: no such directory")
+    except ForwardError as exc:
+        print(f"shoewarden forward: {exc}", file=sys.stderr)
+        return 2
+    fwd = Forwarder([Path(d) for d in args.logs], connection,
+                    stop_when_done=not args.follow)
+    fwd.start()
+    try:
+        fwd.join()
+    except KeyboardInterrupt:
+        fwd.stop()
+    if fwd.error is not None:
+        print(f"shoewarden forward: {fwd.error}", file=sys.stderr)
+        return 1
+    print(f"shoewarden forward: {fwd.published} record(s) published, {fwd.duplicates} "
+          f"already in the stream, tables {', '.join(sorted(fwd.cursors)) or 'none'}")
+    return 0

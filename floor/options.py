@@ -22,3 +22,13 @@ def add_floor_options(p: argparse.ArgumentParser) -> None:
                    "the shoe (shoe: no live count) (default live)")
     p.add_argument("--silent-after", type=float, default=120.0, metavar="SECONDS",
                    help="an open table silent this long is an alert (default 120)")
+
+
+def add_publish_options(p: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """``--publish`` and the NATS connection's files (run, bench, forward)."""
+    p.add_argument("--publish", action="append", required=required, metavar="URL",
+                   help="publish every record of the table's log to NATS JetStream (stream "
+                   "SHOEWARDEN): nats://HOST:PORT or tls://HOST:PORT; repeat (or separate "
+                   "with commas) for a cluster")
+    p.add_argument("--nats-creds", metavar="FILE", help="NATS credentials file (JWT + nkey)")
+    p.add_argument("--nats-ca", metavar="FILE", help="CA file to verify the NATS servers' TLS")

@@ -1,5 +1,5 @@
 """The device commands of the ``shoewarden`` CLI: ``run``, ``bench``, ``sim``, ``ports``, ``floor``,
-``demo``.
+``forward``, ``demo``.
 
 Registered by :func:`controller.cli.build_parser`; each command's module (and with it the
 drivers, pyserial, pyusb, the simulators) is imported only when the command runs.
@@ -73,6 +73,13 @@ def cmd_floor(args: argparse.Namespace) -> int:
     return floor(args)
 
 
+def cmd_forward(args: argparse.Namespace) -> int:
+    _logging(False)
+    from floor.cli import cmd_forward as forward
+
+    return forward(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     _logging(False)
     from controller.app.demo import cmd_demo as demo
@@ -92,6 +99,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--display", metavar="HOST:PORT",
                      help="serve the dealer display (next step, the round's cards, "
                      "deviations, the results board) from this process")
+    from floor.options import add_publish_options  # argparse only
+
+    add_publish_options(run)
     run.add_argument("--verbose", action="store_true", help="log device notices on stderr")
     run.set_defaults(func=cmd_run)
 
@@ -129,6 +139,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--display", metavar="HOST:PORT",
                        help="serve the dealer display from this process (needs --log DIR "
                        "or the default log directory)")
+    add_publish_options(bench)
     bench.add_argument("--verbose", action="store_true",
                        help="show the simulator's and the drivers' log on stderr")
     bench.add_argument("--no-progress", action="store_true",
@@ -173,6 +184,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "floor's pages, JSON API and live stream (docs/floor.md).")
     add_floor_options(floor)
     floor.set_defaults(func=cmd_floor)
+
+    forward = sub.add_parser(
+        "forward", help="publish table logs on disk to NATS JetStream (an offline table)",
+        description="Publish every record of the table logs under --logs DIR to the stream "
+        "SHOEWARDEN (subject shoewarden.audit.<table>), resuming each table where the stream "
+        "stands: nothing twice, no gap. Exits once all is published, unless --follow.")
+    forward.add_argument("--logs", action="append", required=True, metavar="DIR",
+                         help="a directory of table logs (DIR/<table>/<table>-<date>.jsonl)")
+    add_publish_options(forward, required=True)
+    forward.add_argument("--follow", action="store_true",
+                         help="keep following the logs as they grow (Ctrl-C stops)")
+    forward.set_defaults(func=cmd_forward)
 
     demo = sub.add_parser(
         "demo", help="simulated tables dealing at a human pace, the floor following them",

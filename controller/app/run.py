@@ -202,7 +202,9 @@ def _new_session(cfg: TableConfig, audit: AuditLog, settings: dict[str, Any]) ->
 
 def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
               new_log_reason: str | None = None, today: dt.date | None = None,
-              utc: Callable[[], str] = utc_now, display: str | None = None) -> int:
+              utc: Callable[[], str] = utc_now, display: str | None = None,
+              publish: Any = None) -> int:
+    """``publish``: the parsed ``--publish`` options (``floor.forward.connection_from``)."""
     try:
         cfg = load_table_config(config_path)
         key = load_key(cfg.key_file).key if cfg.key_file is not None else None
@@ -227,13 +229,14 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
         return EXIT_BAD_INPUT
     with hold:
         return _run_held(cfg, key, drivers, today, settings, stdin=stdin, out=out, err=err,
-                         new_log_reason=new_log_reason, utc=utc, display=display)
+                         new_log_reason=new_log_reason, utc=utc, display=display,
+                         publish=publish)
 
 
 def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
               settings: dict[str, Any], *, stdin: IO[str], out: IO[str], err: IO[str],
               new_log_reason: str | None, utc: Callable[[], str],
-              display: str | None = None) -> int:
+              display: str | None = None, publish: Any = None) -> int:
     """``run`` once the table is held."""
     try:
         make_dirs(cfg.log_dir)
@@ -263,12 +266,29 @@ def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
             session.close()
             err.write(f"shoewarden run: {e}\n")
             return EXIT_BAD_INPUT
+    fwd = None
+    if publish is not None:  # the forwarder: this table's log to NATS, from its own thread
+        from floor.forward import ForwardError, forwarder_for_log
+
+        assert session.audit is not None
+        try:
+            fwd = forwarder_for_log(session.audit.writer.name, publish)
+        except ForwardError as e:
+            if shown is not None:
+                shown.stop()
+            session.close()
+            err.write(f"shoewarden run: {e}\n")
+            return EXIT_BAD_INPUT
     try:
         return _serve_table(cfg, session, recovered, note, drivers, stdin=stdin, out=out,
                             err=err, utc=utc, shown=shown)
     finally:
         if shown is not None:
             shown.stop()
+        if fwd is not None:
+            from floor.forward import finish
+
+            out.write(f"{finish(fwd)}\n")
 
 
 def _serve_table(cfg: TableConfig, session: TableSession, recovered: Any, note: str | None,
@@ -372,5 +392,15 @@ def cmd_run(args: Any) -> int:
         # a byte that is not UTF-8 must cost its line, not the console: keep it escaped, and
         # the console refuses the line (DealerConsole.parse)
         sys.stdin.reconfigure(errors="surrogateescape")
+    publish = None
+    if getattr(args, "publish", None):
+        from floor.forward import ForwardError, connection_from
+
+        try:
+            publish = connection_from(args)
+        except ForwardError as e:
+            print(f"shoewarden run: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     return run_table(args.table, stdin=sys.stdin, out=sys.stdout, err=sys.stderr,
-                     new_log_reason=args.new_log_reason, display=getattr(args, "display", None))
+                     new_log_reason=args.new_log_reason, display=getattr(args, "display", None),
+                     publish=publish)

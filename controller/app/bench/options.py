@@ -40,4 +40,7 @@ class BenchOptions:
     table: str | None = None  # the table id written in the log (default: the day's, T1)
     no_progress: bool = False  # no bar even on a terminal (controller.progressbar)
     display: str | None = None  # HOST:PORT of the dealer display (floor.display), or none
+    publish: list[str] | None = None  # NATS URLs the forwarder publishes the log to
+    nats_creds: str | None = None
+    nats_ca: str | None = None
 

@@ -57,6 +57,22 @@ def _display(d: BenchDay, opts: BenchOptions, out: IO[str]) -> Any:
     return shown
 
 
+def _forwarder(d: BenchDay, opts: BenchOptions, out: IO[str]) -> Any:
+    """The forwarder (``--publish``): the log to NATS JetStream from a thread of its own."""
+    if not opts.publish:
+        return None
+    from floor.forward import ForwardError, connection_from, forwarder_for_log
+
+    try:
+        fwd = forwarder_for_log(d.path, connection_from(opts))
+    except ForwardError as e:
+        d.hold.release()
+        raise BenchError(str(e)) from None
+    out.write(f"bench: publishing the log to {', '.join(fwd.connection.servers)}\n")
+    out.flush()
+    return fwd
+
+
 def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
     """The whole bench run; raises :class:`BenchError` for bad input or a failed start."""
     begun = time.monotonic()
@@ -76,6 +92,7 @@ def _deal(d: BenchDay, opts: BenchOptions, out: IO[str], result: BenchResult,
     argv = simulator_argv(d.profile_arg, d.seed, plan, d.scenario, opts.pace)
     _announce(d, out)
     shown = _display(d, opts, out)
+    fwd = _forwarder(d, opts, out)
     sim = None
     stop_console = threading.Event()
     # a bar over the day's steps on a terminal (a day of many shoes runs for minutes);
@@ -137,6 +154,10 @@ def _deal(d: BenchDay, opts: BenchOptions, out: IO[str], result: BenchResult,
         except (AuditLogError, OSError) as e:
             result.failure = result.failure or f"the audit log could not be written: {e}"
         finally:
+            if fwd is not None:  # the day's last records too, as far as the broker takes them
+                from floor.forward import finish
+
+                out.write(f"bench: {finish(fwd)}\n")
             d.hold.release()
 
 
@@ -147,7 +168,10 @@ def cmd_bench(args: Any) -> int:
                         pace=args.pace, durability=args.durability,
                         stall_timeout=args.stall_timeout, verbose=args.verbose,
                         table=args.table, no_progress=args.no_progress,
-                        display=getattr(args, "display", None))
+                        display=getattr(args, "display", None),
+                        publish=getattr(args, "publish", None),
+                        nats_creds=getattr(args, "nats_creds", None),
+                        nats_ca=getattr(args, "nats_ca", None))
     try:
         result = run_bench(opts, sys.stdout)
     except BenchError as e:

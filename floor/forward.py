@@ -1,0 +1,349 @@
+"""The table-side forwarder: every record of the local log, in order, to NATS JetStream.
+
+The table's local log stays the source of truth; this only reads it (the floor's own
+follower, :mod:`floor.follow`) and publishes each record, inputs and outputs, to the
+stream ``SHOEWARDEN``, subject ``shoewarden.audit.<table>``, with
+
+- ``Nats-Msg-Id`` = ``<table>:<file>:<seq>``: a resend (after a lost ack) is de-duplicated
+  by the stream;
+- ``Nats-Expected-Last-Subject-Sequence`` = the stream sequence of the table's previous
+  record: the stream refuses a record that does not follow the last one it holds for the
+  table, so a gap is refused, never stored.
+
+It asks the stream where each table stands (the last message on its subject) when it
+starts and after every failure, and resumes from the record after that one: every record
+arrives exactly once, in order, whatever was lost in between (an outage, a broker killed
+with its acks unsent, a restart of the table).
+
+nats-py is asyncio: its loop runs on a thread of its own (:meth:`Forwarder.start`); the
+table's engine thread never calls into it and never waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from floor.follow import Chunk, LogFile, read_new, scan
+
+log = logging.getLogger(__name__)
+
+STREAM = "SHOEWARDEN"
+AUDIT_SUBJECT = "shoewarden.audit"
+WITNESS_SUBJECT = "shoewarden.witness"
+#: JetStream's error code for "wrong last sequence" (an expected-last check refused)
+WRONG_LAST_SEQUENCE = 10071
+
+
+class ForwardError(ValueError):
+    """Bad forwarder options (a URL that is not nats://, a missing credentials file)."""
+
+
+def audit_subject(table: str) -> str:
+    return f"{AUDIT_SUBJECT}.{table}"
+
+
+def msg_id(table: str, file: str, seq: int) -> str:
+    return f"{table}:{file}:{seq}"
+
+
+def parse_msg_id(text: str) -> tuple[str, str, int] | None:
+    """``<table>:<file>:<seq>`` → its parts (table ids and file names hold no colon)."""
+    parts = text.split(":")
+    if len(parts) != 3 or not parts[2].isdigit():
+        return None
+    return parts[0], parts[1], int(parts[2])
+
+
+def record_seq(line: bytes) -> int:
+    """A record line's ``seq``, read without parsing the whole record."""
+    at = line.find(b'"seq":')
+    if at < 0:
+        raise ValueError("a record without seq")
+    end = at + 6
+    while end < len(line) and line[end:end + 1].isdigit():
+        end += 1
+    return int(line[at + 6:end])
+
+
+def check_servers(urls: Iterable[str]) -> list[str]:
+    out = []
+    for url in urls:
+        for one in url.split(","):
+            one = one.strip()
+            if not one.startswith(("nats://", "tls://")):
+                raise ForwardError(f"--publish {one!r}: expected nats://HOST:PORT "
+                                   "(or tls://HOST:PORT)")
+            out.append(one)
+    if not out:
+        raise ForwardError("--publish: no server")
+    return out
+
+
+@dataclass
+class Connection:
+    """How to reach the NATS servers: URLs (several for a cluster), credentials, TLS."""
+
+    servers: list[str]
+    creds: str | None = None
+    tls_ca: str | None = None
+
+    async def connect(self) -> Any:
+        import ssl
+
+        import nats
+
+        kw: dict[str, Any] = {}
+        if self.creds:
+            kw["user_credentials"] = self.creds
+        if self.tls_ca or any(s.startswith("tls://") for s in self.servers):
+            kw["tls"] = ssl.create_default_context(cafile=self.tls_ca)
+        return await nats.connect(servers=self.servers, connect_timeout=2,
+                                  reconnect_time_wait=0.5, max_reconnect_attempts=-1,
+                                  allow_reconnect=True, **kw)
+
+
+async def ensure_stream(js: Any) -> None:
+    """The stream ``SHOEWARDEN`` on ``shoewarden.audit.>`` and ``shoewarden.witness.>``,
+    on disk; created by whichever side gets there first."""
+    from nats.js.api import StorageType, StreamConfig
+    from nats.js.errors import NotFoundError
+
+    try:
+        await js.stream_info(STREAM)
+    except NotFoundError:
+        with contextlib.suppress(Exception):  # another process created it meanwhile
+            await js.add_stream(StreamConfig(
+                name=STREAM, subjects=[f"{AUDIT_SUBJECT}.>", f"{WITNESS_SUBJECT}.>"],
+                storage=StorageType.FILE))
+        await js.stream_info(STREAM)
+
+
+@dataclass
+class TableCursor:
+    """Where one table stands: in the stream and in its local files."""
+
+    table: str
+    subject_seq: int = 0  # the stream sequence of the table's last record there (0: none)
+    file: str | None = None  # the file and seq of that record
+    seq: int = 0
+    offsets: dict[str, int] = field(default_factory=dict)  # local bytes already published
+    synced: bool = False
+
+
+def offset_after(path: Path, seq: int) -> int:
+    """The byte offset just after the record ``seq`` of a local file (its end when the file
+    holds no such record: everything in it was published)."""
+    pos = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            pos += len(line)
+            with contextlib.suppress(ValueError):
+                if record_seq(line) == seq:
+                    return pos
+    return pos
+
+
+class Forwarder:
+    """Follows ``roots`` and publishes every record to JetStream (see the module doc).
+
+    ``tables``: only these ids. ``stop_when_done``: return once everything on disk is in
+    the stream (``forward`` of a log that is no longer written).
+    """
+
+    def __init__(self, roots: list[Path], connection: Connection, *,
+                 tables: frozenset[str] | None = None, poll_interval: float = 0.02,
+                 stop_when_done: bool = False) -> None:
+        self.roots = [Path(r) for r in roots]
+        self.connection = connection
+        self.only = tables
+        self.poll_interval = poll_interval
+        self.stop_when_done = stop_when_done
+        self.cursors: dict[str, TableCursor] = {}
+        self.published = 0
+        self.duplicates = 0
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._nc: Any = None
+        self._js: Any = None
+        self.error: BaseException | None = None
+        self._caught_up = False
+
+    # ------------------------------------------------------------------ the thread
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="shoewarden-forwarder",
+                                        daemon=True)
+        self._thread.start()
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # kept for the caller; the table deals on regardless
+            self.error = exc
+            log.exception("forwarder: stopped")
+
+    def stop(self, timeout: float = 10) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def alive_after_stop(self) -> bool:
+        """True when the loop had not caught up when it was stopped."""
+        return not self._caught_up
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _main(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self._nc is None:
+                    self._nc = await self.connection.connect()
+                    self._js = self._nc.jetstream()
+                    await ensure_stream(self._js)
+                n, done = await self._pass()
+                self._caught_up = done
+                if done and self.stop_when_done:
+                    break
+                if n == 0:
+                    await asyncio.sleep(self.poll_interval)
+            except Exception as exc:
+                # the broker is down, an ack was lost, a check refused: ask the stream again
+                self.failures += 1
+                self._caught_up = False
+                log.info("forwarder: %s: resyncing with the stream", exc)
+                for cursor in self.cursors.values():
+                    cursor.synced = False
+                await asyncio.sleep(0.25)
+        if self._nc is not None:
+            with contextlib.suppress(Exception):
+                await self._nc.drain()
+            self._nc = None
+
+    async def _pass(self) -> tuple[int, bool]:
+        """Publish what is new in every followed file: (records published, all caught up)."""
+        total = 0
+        done = True
+        for table, files in scan(self.roots).items():
+            if self.only is not None and table not in self.only:
+                continue
+            cursor = self.cursors.get(table)
+            if cursor is None:
+                cursor = self.cursors[table] = TableCursor(table)
+            if not cursor.synced:
+                await self._sync(cursor, files)
+            for lf in files:
+                while True:
+                    chunk = read_new(lf, cursor.offsets.get(lf.file, 0), 1 << 20)
+                    if chunk is None:
+                        break
+                    total += await self._publish(cursor, chunk)
+                    done = False if chunk.lines else done
+        return total, done and total == 0
+
+    async def _sync(self, cursor: TableCursor, files: list[LogFile]) -> None:
+        """Where the stream stands for this table, and so where each local file resumes."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            last = await self._js.get_last_msg(STREAM, audit_subject(cursor.table))
+        except NotFoundError:
+            last = None
+        cursor.offsets.clear()
+        if last is None:
+            cursor.subject_seq, cursor.file, cursor.seq = 0, None, 0
+        else:
+            parsed = parse_msg_id((last.headers or {}).get("Nats-Msg-Id", ""))
+            if parsed is None:
+                raise RuntimeError(f"the stream's last record of {cursor.table} has no "
+                                   "table:file:seq message id")
+            cursor.subject_seq = int(last.seq)
+            _, cursor.file, cursor.seq = parsed
+            names = [lf.file for lf in files]
+            from floor.core import file_order
+
+            for lf in files:
+                if file_order(lf.file) < file_order(cursor.file):
+                    cursor.offsets[lf.file] = lf.path.stat().st_size
+                elif lf.file == cursor.file:
+                    cursor.offsets[lf.file] = offset_after(lf.path, cursor.seq)
+            if cursor.file not in names:
+                log.warning("forwarder: %s: the stream's last record is in %s, not on disk",
+                            cursor.table, cursor.file)
+        cursor.synced = True
+
+    async def _publish(self, cursor: TableCursor, chunk: Chunk) -> int:
+        from nats.js.errors import APIError
+
+        table, file = cursor.table, chunk.log.file
+        offset = chunk.offset
+        n = 0
+        for line in chunk.lines:
+            seq = record_seq(line)
+            headers = {"Nats-Msg-Id": msg_id(table, file, seq),
+                       "Nats-Expected-Last-Subject-Sequence": str(cursor.subject_seq)}
+            try:
+                ack = await self._js.publish(audit_subject(table), line[:-1], timeout=2,
+                                             stream=STREAM, headers=headers)
+            except APIError as exc:
+                if exc.err_code == WRONG_LAST_SEQUENCE:
+                    cursor.synced = False  # the stream moved (or lost) under us: ask again
+                raise
+            offset += len(line)
+            cursor.offsets[file] = offset
+            cursor.subject_seq, cursor.file, cursor.seq = int(ack.seq), file, seq
+            if ack.duplicate:
+                self.duplicates += 1
+            else:
+                self.published += 1
+            n += 1
+        return n
+
+
+def connection_from(args: Any) -> Connection:
+    """``--publish URL`` (repeated or comma-separated: a cluster), ``--nats-creds FILE``,
+    ``--nats-ca FILE``, checked before anything starts."""
+    servers = check_servers(args.publish or [])
+    for option, path in (("--nats-creds", args.nats_creds), ("--nats-ca", args.nats_ca)):
+        if path is not None and not Path(path).is_file():
+            raise ForwardError(f"{option} {path}: no such file")
+    return Connection(servers, creds=args.nats_creds, tls_ca=args.nats_ca)
+
+
+def forwarder_for_log(log_file: str | Path, connection: Connection) -> Forwarder:
+    """The forwarder of the table whose log is ``log_file`` (``<root>/<table>/…``), started."""
+    from controller.audit.files import parse_log_name
+
+    path = Path(log_file)
+    parsed = parse_log_name(path.name)
+    if parsed is None or path.parent.name != parsed.table:
+        raise ForwardError(f"--publish needs the log in a log directory (--log DIR), not "
+                           f"the file {path}")
+    fwd = Forwarder([path.parent.parent], connection, tables=frozenset({parsed.table}))
+    fwd.start()
+    return fwd
+
+
+def finish(fwd: Forwarder, timeout: float = 10.0) -> str:
+    """At the table's end: let the forwarder send what is left (up to ``timeout``), then stop
+    it. Returns a line for the operator."""
+    fwd.stop_when_done = True
+    fwd.join(timeout)
+    fwd.stop(1)
+    behind = fwd.alive_after_stop()
+    return (f"published {fwd.published} record(s) to NATS"
+            + (f"; the broker did not take the rest in {timeout:.0f} s: "
+               "`shoewarden forward` sends them" if behind else ""))

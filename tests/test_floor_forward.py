@@ -1,0 +1,116 @@
+"""The table-side forwarder on a real nats-server: every record once, in order, no gap,
+through a broker killed with SIGKILL and a forwarder restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from floor.forward import (
+    STREAM,
+    WRONG_LAST_SEQUENCE,
+    Connection,
+    Forwarder,
+    audit_subject,
+    msg_id,
+)
+from tests.floor_helpers import ROOT, append, grow, table_log
+from tests.nats_helpers import stream_messages
+from tests.servers import NatsServer
+
+
+def expected(path: Path, table: str = "BP-01") -> list[tuple[str, str, bytes]]:
+    return [(audit_subject(table), msg_id(table, path.name, orjson.loads(line)["seq"]), line)
+            for line in path.read_bytes().splitlines()]
+
+
+def wait_for(cond, timeout: float = 30) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_log_on_disk_is_published_once_in_order_and_a_rerun_sends_nothing(
+        nats_server: NatsServer, tmp_path: Path) -> None:
+    path = table_log(tmp_path / "logs")
+    first = Forwarder([tmp_path / "logs"], Connection([nats_server.url]), stop_when_done=True)
+    first.run()
+    assert first.error is None and first.published == len(expected(path))
+    assert stream_messages(nats_server.url) == expected(path)
+    again = Forwarder([tmp_path / "logs"], Connection([nats_server.url]), stop_when_done=True)
+    again.run()  # a restart asks the stream where it stands: nothing to resend
+    assert (again.published, again.duplicates) == (0, 0)
+    assert stream_messages(nats_server.url) == expected(path)
+
+
+def test_a_growing_log_reaches_the_stream_whole_through_a_broker_killed_and_restarted(
+        nats_server: NatsServer, tmp_path: Path) -> None:
+    source_dir = tmp_path / "source"
+    source = table_log(source_dir).read_bytes()
+    target = tmp_path / "logs" / "BP-01" / "BP-01-2026-11-21.jsonl"
+    pieces = grow(source, target, [4000, 4001, 60_000, 120_017, 200_000])
+    fwd = Forwarder([tmp_path / "logs"], Connection([nats_server.url]))
+    fwd.start()
+    try:
+        for i, piece in enumerate(pieces):
+            append(target, piece)
+            if i == 2:
+                nats_server.kill()  # SIGKILL: acks in flight are lost, the table writes on
+                time.sleep(3)  # longer than a publish waits for its ack
+            if i == 3:
+                nats_server.start()
+            time.sleep(0.2)
+        want = expected(target)
+        wait_for(lambda: fwd.cursors.get("BP-01") is not None
+                 and fwd.cursors["BP-01"].seq == orjson.loads(want[-1][2])["seq"])
+    finally:
+        fwd.stop()
+    assert fwd.error is None and fwd.failures > 0
+    assert stream_messages(nats_server.url) == want  # once each, in order, no gap
+
+
+def test_the_stream_refuses_a_record_that_does_not_follow_the_tables_last(
+        nats_server: NatsServer, tmp_path: Path) -> None:
+    path = table_log(tmp_path / "logs")
+    Forwarder([tmp_path / "logs"], Connection([nats_server.url]), stop_when_done=True).run()
+    lines = path.read_bytes().splitlines()
+
+    async def publish_stale() -> int:
+        import nats
+        from nats.js.errors import APIError
+
+        nc = await nats.connect(nats_server.url)
+        js = nc.jetstream()
+        try:  # as a forwarder that missed the table's last record would
+            await js.publish(audit_subject("BP-01"), lines[-1], stream=STREAM, headers={
+                "Nats-Msg-Id": "BP-01:other:1", "Nats-Expected-Last-Subject-Sequence": "1"})
+        except APIError as exc:
+            return int(exc.err_code or 0)
+        finally:
+            await nc.close()
+        return 0
+
+    assert asyncio.run(publish_stale()) == WRONG_LAST_SEQUENCE
+    assert stream_messages(nats_server.url) == expected(path)
+
+
+def test_forward_on_the_command_line(nats_server: NatsServer, tmp_path: Path) -> None:
+    path = table_log(tmp_path / "logs")
+    run = [sys.executable, "-m", "controller", "forward", "--logs", str(tmp_path / "logs"),
+           "--publish", nats_server.url]
+    r = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    n = len(expected(path))
+    assert r.returncode == 0 and f"{n} record(s) published, 0 already" in r.stdout
+    assert stream_messages(nats_server.url) == expected(path)
+    bad = subprocess.run([*run[:-1], "http://x:1"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "expected nats://HOST:PORT" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
