@@ -19,25 +19,42 @@ def open_floor(args: argparse.Namespace) -> Floor:
     log_dir = Path(args.log)
     db = args.db or f"sqlite:///{(log_dir / 'floor.sqlite').resolve()}"
     store = open_store(db)
-    return Floor([Path(d) for d in args.logs], store, audit_dir=log_dir,
-                 silent_after=args.silent_after)
+    return Floor([Path(d) for d in args.logs or []], store, audit_dir=log_dir,
+                 silent_after=args.silent_after, files_on_disk=not args.nats)
 
 
 def cmd_floor(args: argparse.Namespace) -> int:
     try:
         host, port = host_port(args.http)
-        for d in args.logs:
+        if bool(args.logs) == bool(args.nats):
+            raise StoreError("give --logs DIR (log files) or --nats URL (the stream), one "
+                             "of the two")
+        for d in args.logs or []:
             if not Path(d).is_dir():
                 raise StoreError(f"--logs {d}: no such directory")
+        consumer_connection = None
+        if args.nats:
+            from floor.forward import Connection, check_servers
+
+            consumer_connection = Connection(check_servers(args.nats), creds=args.nats_creds,
+                                             tls_ca=args.nats_ca)
         floor = open_floor(args)
-    except (HostPortError, StoreError, AuditLogError, OSError) as exc:
+    except (HostPortError, StoreError, AuditLogError, OSError, ValueError) as exc:
         print(f"shoewarden floor: {exc}", file=sys.stderr)
         return 2
+    consumer = None
+    if consumer_connection is not None:
+        from floor.consume import NatsConsumer
+
+        consumer = NatsConsumer(floor, consumer_connection)
+        consumer.start()
     app = floor_app(floor, disclosure=Disclosure(args.disclosure))
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
-    print(f"shoewarden floor: following {', '.join(args.logs)}; "
+    print(f"shoewarden floor: following {', '.join(args.logs or args.nats)}; "
           f"http://{shown}:{port}/ (log {args.log})", flush=True)
     server(app, host, port).run()
+    if consumer is not None:
+        consumer.stop()
     floor.store.close()
     return 0
 

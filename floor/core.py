@@ -105,7 +105,8 @@ class Floor:
                  publish: Publish | None = None, keep_records: bool = True,
                  tables: frozenset[str] | None = None, silent_after: float = 120.0,
                  poll_interval: float = 0.02, clock: Callable[[], float] = time.time,
-                 slice_bytes: int = READ_SLICE, yield_gil: bool = False) -> None:
+                 slice_bytes: int = READ_SLICE, yield_gil: bool = False,
+                 files_on_disk: bool = True) -> None:
         self.roots = [Path(r) for r in roots]
         self.store = store
         self.audit_dir = audit_dir
@@ -121,6 +122,9 @@ class Floor:
         #: a Python switch interval (5 ms) behind it
         self.slice_bytes = slice_bytes
         self.yield_gil = yield_gil
+        #: False when the records arrive over NATS (floor.consume): there are no files here
+        #: to check again at a restart; the stream and the index are what the floor read
+        self.files_on_disk = files_on_disk
         self.tables: dict[str, TableWatch] = {}
         self.alerts: dict[int, Alert] = {}
         self.lock = threading.RLock()  # tables and alerts: the follower writes, the web reads
@@ -161,7 +165,7 @@ class Floor:
 
     def _check_unchanged(self, pos: FilePosition) -> None:
         """The bytes the floor read before its restart must still verify to the same head."""
-        if pos.broken or not pos.offset:
+        if pos.broken or not pos.offset or not self.files_on_disk:
             return
         size = file_size(Path(pos.path))
         why = None

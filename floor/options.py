@@ -8,9 +8,15 @@ DISCLOSURES = ("live", "round", "shoe")  # floor.views.Disclosure
 
 
 def add_floor_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--logs", action="append", required=True, metavar="DIR",
+    p.add_argument("--logs", action="append", metavar="DIR",
                    help="a directory of table logs as bench/run write them "
                    "(DIR/<table>/<table>-<date>.jsonl); repeat for more")
+    p.add_argument("--nats", action="append", metavar="URL",
+                   help="consume the tables' records from NATS JetStream instead (stream "
+                   "SHOEWARDEN, durable consumer shoewarden-floor): nats://HOST:PORT; repeat "
+                   "for a cluster; with --db postgresql://…")
+    p.add_argument("--nats-creds", metavar="FILE", help="NATS credentials file (JWT + nkey)")
+    p.add_argument("--nats-ca", metavar="FILE", help="CA file to verify the NATS servers' TLS")
     p.add_argument("--http", default="127.0.0.1:8080", metavar="HOST:PORT",
                    help="where to serve the pages and the API (default 127.0.0.1:8080)")
     p.add_argument("--log", required=True, metavar="DIR",

@@ -31,6 +31,7 @@ def _floor(*args: str) -> subprocess.CompletedProcess[str]:
     (["--http", "nowhere"], "expected HOST:PORT"),
     (["--http", "127.0.0.1:http"], "is not a number"),
     (["--db", "mysql://floor"], "use sqlite:///PATH or postgresql://"),
+    (["--nats", "nats://127.0.0.1:1"], "give --logs DIR (log files) or --nats URL"),
     (["--db", "postgresql://sw:secret@127.0.0.1:1/floor"],
      "cannot open the floor's database postgresql://sw@127.0.0.1:1/floor"),
 ])
