@@ -31,6 +31,11 @@ log = logging.getLogger(__name__)
 
 DURABLE = "shoewarden-floor"
 BATCH = 1000
+#: seconds before a message delivered and not acknowledged (a floor killed mid-batch) is
+#: delivered again; records after it wait for it (held back, see ``_commit``)
+ACK_WAIT = 5
+#: a record that arrives before the one it follows goes back to the stream for this long
+HOLD_BACK = 0.5
 
 
 class NatsConsumer:
@@ -45,6 +50,7 @@ class NatsConsumer:
         self.received = 0
         self.duplicates = 0
         self.failures = 0
+        self.held = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -72,7 +78,8 @@ class NatsConsumer:
                     sub = await js.pull_subscribe(
                         f"{AUDIT_SUBJECT}.>", durable=self.durable, stream=STREAM,
                         config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT,
-                                              deliver_policy=DeliverPolicy.ALL, ack_wait=30,
+                                              deliver_policy=DeliverPolicy.ALL,
+                                              ack_wait=ACK_WAIT,
                                               max_ack_pending=20_000))
                 assert sub is not None
                 try:
@@ -121,6 +128,10 @@ class NatsConsumer:
                     await m.nak()
 
     async def _commit(self, key: tuple[str, str], msgs: list[Any]) -> None:
+        """One run of a file's records: those that continue the file's committed head are
+        ingested (one transaction) then acknowledged; those already committed are
+        acknowledged; a record that comes before the one it follows (a killed floor's batch
+        not yet delivered again) is held back, with everything after it."""
         table, file = key
         floor = self.floor
         with floor.lock:
@@ -129,14 +140,28 @@ class NatsConsumer:
             head = pos.seq if pos is not None else 0
             broken = pos is not None and pos.broken is not None
             offset = pos.offset if pos is not None else 0
-        lines = []
+            heads = {f: p.seq for f, p in watch.files.items()} if watch is not None else {}
+        lines: list[bytes] = []
+        take: list[Any] = []
+        held: list[Any] = []
+        expect = head + 1
         for msg in msgs:
             parsed = parse_msg_id(msg.headers.get("Nats-Msg-Id", ""))
             assert parsed is not None
-            if parsed[2] <= head or broken:
+            seq = parsed[2]
+            if held or (not broken and seq > expect):
+                held.append(msg)
+                continue
+            if seq <= head or broken:
                 self.duplicates += 1  # already committed (a redelivery), or after a break
+                take.append(msg)
+                continue
+            if pos is None and not lines and not self._continues(msg.data, heads):
+                held.append(msg)  # the file before it is not all in yet
                 continue
             lines.append(bytes(msg.data) + b"\n")
+            take.append(msg)
+            expect = seq + 1
         if lines:
             name = parse_log_name(file)
             if name is None:
@@ -145,5 +170,25 @@ class NatsConsumer:
                           offset + sum(len(x) for x in lines), lines)
             floor.ingest(table, chunk)  # verified, folded, committed: then acknowledged
             self.received += len(lines)
-        for msg in msgs:
+        for msg in take:
             await msg.ack()
+        for msg in held:
+            self.held += 1
+            await msg.nak(delay=HOLD_BACK)
+
+
+    @staticmethod
+    def _continues(data: bytes, heads: dict[str, int]) -> bool:
+        """A file's first record may go in once the file it continues is in up to the seq
+        it names (a file the floor never saw of this table: as it says, the chain check
+        judges it)."""
+        import orjson
+
+        try:
+            chain = orjson.loads(data).get("chain")
+        except orjson.JSONDecodeError:
+            return True  # the chain check will say what is wrong with it
+        cont = chain.get("continues") if isinstance(chain, dict) else None
+        if not isinstance(cont, dict) or cont.get("file") not in heads:
+            return True
+        return heads[str(cont["file"])] >= int(cont.get("seq") or 0)
