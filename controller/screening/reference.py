@@ -36,6 +36,8 @@ from functools import cache
 
 from controller.screening.faces import FACES, FIELD, face_card, mask_of
 
+_FACE_BIT = tuple(1 << f for f in range(FACES))
+
 NEW_DECK = "new-deck"
 PREVIOUS_SHOE = "previous-shoe"
 
@@ -57,6 +59,9 @@ class Reference:
     details: dict[str, object] = field(default_factory=dict)
     piles_of: tuple[int, ...] = ()
     pile_faces52: tuple[int, ...] = ()
+    #: per pile, the faces it holds more than one card of (a run through it may deal
+    #: such a face twice)
+    pile_twins52: tuple[int, ...] = ()
 
     @property
     def has_piles(self) -> bool:
@@ -100,24 +105,33 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int) -> Refe
     included), in the order dealt; ``pack`` the pack's size (the rest were never read)."""
     piles_of = [0] * FACES
     pile_faces52: list[int] = []
-    read = 0
+    pile_twins52: list[int] = []
     bit = 1
+    face_bit = _FACE_BIT
     for pile in piles:
-        read += len(pile)
         if not pile:
             continue
-        whole = 0
-        for f in pile:
-            whole |= 1 << f
+        distinct = set(pile)
+        pile_faces52.append(sum(map(face_bit.__getitem__, distinct)))
+        twins = 0
+        if len(distinct) < len(pile):
+            seen: set[int] = set()
+            for f in pile:
+                if f in seen:
+                    twins |= 1 << f
+                seen.add(f)
+        pile_twins52.append(twins)
+        for f in distinct:
             piles_of[f] |= bit
-        pile_faces52.append(whole)
         bit <<= 1
+    read = sum(map(len, piles))
     rounds = sum(1 for p in piles if p)
     description = (f"shoe {shoe}'s discards: {rounds} round pile(s), {read} card(s) read, "
                    f"{max(0, pack - read)} never read")
     return Reference(PREVIOUS_SHOE, description, (),
                      {"order": "previous-shoe", "shoe": shoe, "piles": rounds, "read": read,
-                      "unread": max(0, pack - read)}, tuple(piles_of), tuple(pile_faces52))
+                      "unread": max(0, pack - read)}, tuple(piles_of), tuple(pile_faces52),
+                     tuple(pile_twins52))
 
 
 def members(face_set: int) -> list[int]:

@@ -134,8 +134,9 @@ class ShuffleScreen:
         self._shoe = 0
         self._active = False
         self._faces: list[int] = []
-        self._pending: list[Card | None] = []  # cards not judged yet; None: a round's end
-        self._limit = BATCH
+        self._pending: list[Card] = []  # cards not judged yet
+        self._ends: list[int] = []  # where in them a round ended (its pile closes there)
+        self._limit = self._batch = BATCH
         self._pile_wanted = settings.enabled and settings.previous_shoe and settings.run_test
         self._set_decks(decks)
 
@@ -174,26 +175,31 @@ class ShuffleScreen:
         self._piles = [[]]
         self._faces = []
         self._pending = []
+        self._ends = []
         full = Remaining(self.decks)
         self._alarmed = False
         self._active = self.settings.enabled
-        self._limit = 1  # judge card by card until EARLY cards were read
+        self._limit = self._batch = 1  # judge card by card until EARLY cards were read
         s = self.settings
         self._deck_run = s.run_test
         self._deck_cont = s.continuation_test
         self._pile = (self._previous if s.previous_shoe and s.run_test else None)
-        self._recent = [-FACES * 64] * FACES  # per face: the position of its last card
-        self._sides: dict[int, tuple[list[int], list[int]]] = {}
+        # per face: the last position at which a card of it continues one of the last
+        # _DECK_WINDOW cards (a neighbour of it was dealt within the window)
+        self._until = [-FACES * 64] * FACES
+        self._sides: dict[int, tuple[list[int], list[int], int]] = {}
         # the statistics, one tuple (loaded and stored once per batch):
         # counts, total — the cards still to come (per face, and all);
         # prev — the last card's face;
         # w, w_start — new-deck run test (CUSUM) and where its run began;
-        # hits, misses, null_log — new-deck continuation test;
+        # hits, misses, null_log — new-deck continuation test (misses starts at -1: the
+        # shoe's first card continues nothing and is not counted);
         # pw, pw_start — previous-shoe run test; p_narrow, p_piles — the piles the run
         # through the last card can lie in, narrowed by each of the p_narrow cards that
-        # continued it (0: the last card broke the run)
-        self._state = (full.counts, full.total, -1, 0.0, 2, 0, 0, 0.0,
-                       0.0, 2, 0, 0)
+        # continued it (0: the last card broke the run); p_from — the position where the
+        # run entered those piles (the cards since are spent from them)
+        self._state = (full.counts, full.total, -1, 0.0, 2, 0, -1, 0.0,
+                       0.0, 2, 0, 0, 1)
 
     def end_shoe(self) -> Finding | None:
         """The shoe is over (last hand played, cards withdrawn, table closing): the cards
@@ -221,59 +227,78 @@ class ShuffleScreen:
         """The round's cards were collected: they form one pile of the discards (marked in
         the cards waiting to be judged; the pile closes when they are)."""
         pending = self._pending
-        if pending and pending[-1] is not None:
-            pending.append(None)
-        elif not pending and self._piles and self._piles[-1]:
+        if pending:
+            ends = self._ends
+            if not ends or ends[-1] != len(pending):
+                ends.append(len(pending))
+                self._limit -= 1  # a round's end takes a place in the batch
+        elif self._piles and self._piles[-1]:
             self._piles.append([])
 
     def flush(self) -> Finding | None:
-        """Judge the cards dealt since the last batch."""
-        cards, self._pending = self._pending, []
+        """Judge the cards dealt since the last batch.
+
+        The common card — one that continues nothing and while no run's evidence is
+        above zero — costs a face lookup, two comparisons and a few stores; the exact
+        chances are computed only for the cards that can change a statistic."""
+        cards = self._pending
+        self._pending = []
+        self._limit = self._batch
         piles = self._piles
         if not piles:
+            self._ends = []
             return None
         suit, rank = SUIT_OFFSET, RANK_INDEX
-        faces: list[int] = []
+        faces = [suit[c.suit] + rank[c.rank] for c in cards]
+        ends = self._ends
         current = piles[-1]
-        for card in cards:
-            if card is None:  # a round ended
-                if current:
+        if ends:
+            self._ends = []
+            at = 0
+            for end in ends:
+                current.extend(faces[at:end])
+                at = end
+                if current:  # a round ended: its pile is closed
                     current = []
                     piles.append(current)
-                continue
-            face = suit[card.suit] + rank[card.rank]
-            faces.append(face)
-            current.append(face)
+            current.extend(faces[at:])
+        else:
+            current.extend(faces)
         if not self._active or self._alarmed:
             return None
         shoe_faces = self._faces
         base = len(shoe_faces)
         shoe_faces.extend(faces)
         if base + len(faces) >= EARLY:
-            self._limit = BATCH
+            self._limit = self._batch = BATCH
         (counts, total, prev, w, w_start, hits, misses, null_log,
-         pw, pw_start, p_narrow, p_piles) = self._state
-        recent, ln = self._recent, self._ln
+         pw, pw_start, p_narrow, p_piles, p_from) = self._state
+        until, ln = self._until, self._ln
         deck_run, deck_cont = self._deck_run, self._deck_cont
         h_run, h_cont = self._h_run, self._h_cont
+        ga, gb, gab, lb0 = self._ga, self._gb, self._gab, self._lb0
         pile = self._pile
         if pile is not None:
             p_piles_of, p_sides = pile.piles_of, self._sides
         neighbours = _NEIGHBOURS
         window = _DECK_WINDOW
         finding: Finding | None = None
-        for i, f in enumerate(faces):
+        pos = base
+        for f in faces:
+            pos += 1
             c = counts[f]
-            if c == 0:  # a card the pack does not hold: the composition checks say so
+            if not c:  # a card the pack does not hold: the composition checks say so
                 continue
-            n = total
-            pos = base + i + 1
-            side = 0  # previous-shoe run: 1 the run's pile, 2 a pile beside it, 0 neither
-            if prev >= 0:
-                lo, hi = neighbours[f]
+            if until[f] < pos and w <= 0.0:
+                # the common card: it continues none of the last cards (so not the last
+                # one either) and the run test's evidence is zero
+                misses += 1
+                w_start = pos + 1
+            else:
+                n = total
+                a, b = neighbours[prev]
                 if deck_run:
-                    if prev in (lo, hi):
-                        a, b = neighbours[prev]
+                    if f in (a, b):
                         k = counts[a] + counts[b]
                         if 0 < k < n:
                             w += _LQ - ln[k] + ln[n]
@@ -281,7 +306,6 @@ class ShuffleScreen:
                                 finding = self._finding(self._deck, RUN, w, h_run, w_start, 1,
                                                         pos)
                     elif w > 0.0:
-                        a, b = neighbours[prev]
                         k = counts[a] + counts[b]
                         if 0 < k < n:
                             w += _L1Q - ln[n - k] + ln[n]
@@ -291,89 +315,107 @@ class ShuffleScreen:
                     else:
                         w_start = pos + 1
                 if deck_cont:
-                    if pos - recent[lo] <= window or pos - recent[hi] <= window:
-                        near: set[int] = set()
-                        for g in shoe_faces[pos - 1 - window if pos > window else 0:pos - 1]:
-                            near.update(neighbours[g])
+                    if until[f] >= pos:
+                        near = {x for g in shoe_faces[pos - 1 - window if pos > window else 0:
+                                                      pos - 1]
+                                for x in neighbours[g]}
                         k = sum([counts[x] for x in near])
                         if 0 < k < n:
                             hits += 1
                             null_log += ln[k] - ln[n]
-                            value = (self._ga[hits] + self._gb[misses] - self._gab[hits + misses]
-                                     - self._lb0 - null_log)
+                            value = ga[hits] + gb[misses] - gab[hits + misses] - lb0 - null_log
                             if value >= h_cont and finding is None:
                                 finding = self._finding(self._deck, CONTINUATION, value, h_cont,
                                                         1, window, pos)
                     else:
                         misses += 1
-                if pile is not None:
-                    # which piles hold this card's face: the run's own (side 1), one beside
-                    # them (side 2, the run crossing into the next round's pile), neither
-                    mine = p_piles_of[f]
-                    if mine & p_piles:
-                        side = 1
-                    elif p_narrow and mine & ((p_piles << 1) | (p_piles >> 1)):
-                        side = 2
-                    if p_narrow > 1 or (p_narrow and pw > 0.0):
-                        # judged once the run has found its pile (two cards in it)
-                        sides = p_sides.get(p_piles)
-                        if sides is None:
-                            sides = self._sides_of(p_piles)
-                        same, beside = sides
-                        if side == 1:
-                            k = sum([counts[x] for x in same])
-                            pw += _LP1 - ln[k] + ln[n]
-                        elif side == 2:
-                            k = sum([counts[x] for x in beside])
-                            pw += _LP2 - ln[k] + ln[n]
-                        else:
-                            k = (n - sum([counts[x] for x in same])
-                                 - sum([counts[x] for x in beside]))
-                            if k:
-                                pw += _LP0 - ln[k] + ln[n]
-                        if pw <= 0.0:
-                            pw = 0.0
-                            pw_start = pos + 1
-                        elif pw >= h_run and finding is None:
-                            finding = self._finding(pile, RUN, pw, h_run, pw_start, 1, pos)
-                    elif pw <= 0.0:
-                        pw_start = pos + 1
-            c -= 1
-            counts[f] = c
-            total -= 1
-            recent[f] = pos
             if pile is not None:
                 mine = p_piles_of[f]
-                if side == 1:
-                    p_piles &= mine
-                    p_narrow += 1
-                elif side == 2:
-                    p_piles = mine & _beside(p_piles)
-                    p_narrow += 1
+                if p_narrow > 1 or (p_narrow and pw > 0.0):
+                    # judged once the run has found its pile (two cards in it): the card
+                    # lies in the run's pile and is not one the run already took from it
+                    # (side 1), in a pile beside it (side 2, the run crossing into the
+                    # next round's pile), or neither
+                    sides = p_sides.get(p_piles)
+                    if sides is None:
+                        sides = self._sides_of(p_piles)
+                    same, beside, twins = sides
+                    n = total
+                    k = sum([counts[x] for x in same])
+                    if pos - p_from > 0:  # the cards the run already took from its piles
+                        spent = {x for x in shoe_faces[p_from - 1:pos - 1]
+                                 if not twins >> x & 1}
+                        k -= sum([counts[x] for x in spent])
+                    else:
+                        spent = set()
+                    if mine & p_piles and f not in spent:
+                        pw += _LP1 - ln[k] + ln[n]
+                        p_piles &= mine
+                        p_narrow += 1
+                    else:
+                        k_beside = sum([counts[x] for x in beside])
+                        if mine & _beside(p_piles) and not mine & p_piles:
+                            pw += _LP2 - ln[k_beside] + ln[n]
+                            p_piles = mine & _beside(p_piles)
+                            p_narrow += 1
+                            p_from = pos
+                        else:
+                            k = n - k - k_beside
+                            if k:
+                                pw += _LP0 - ln[k] + ln[n]
+                            p_piles, p_narrow, p_from = mine, 0, pos
+                    if pw <= 0.0:
+                        pw = 0.0
+                        pw_start = pos + 1
+                    elif pw >= h_run and finding is None:
+                        finding = self._finding(pile, RUN, pw, h_run, pw_start, 1, pos)
                 else:
-                    p_piles, p_narrow = mine, 0
+                    if pw <= 0.0:
+                        pw_start = pos + 1
+                    if mine & p_piles:
+                        p_piles &= mine
+                        p_narrow += 1
+                    elif p_narrow and mine & ((p_piles << 1) | (p_piles >> 1)):
+                        p_piles = mine & _beside(p_piles)
+                        p_narrow += 1
+                        p_from = pos
+                    else:
+                        p_piles, p_narrow, p_from = mine, 0, pos
+            a, b = neighbours[f]
+            until[a] = until[b] = pos + window
+            counts[f] = c - 1
+            total -= 1
             prev = f
             if finding is not None:
                 self._alarmed = True
-                return dataclasses.replace(finding, raised_at=pos + len(faces) - i - 1)
+                return dataclasses.replace(finding, raised_at=base + len(faces))
         self._state = (counts, total, prev, w, w_start, hits, misses, null_log,
-                       pw, pw_start, p_narrow, p_piles)
+                       pw, pw_start, p_narrow, p_piles, p_from)
         return None
 
-    def _sides_of(self, piles: int) -> tuple[list[int], list[int]]:
-        """The faces of a run's piles and of the piles beside them (memoised per shoe)."""
+    def _sides_of(self, piles: int) -> tuple[list[int], list[int], int]:
+        """The faces of a run's piles, of the piles beside them, and the faces the run's
+        piles hold twice or more (memoised per shoe)."""
         pile = self._pile
         assert pile is not None
         faces = pile.pile_faces52
+        twins = pile.pile_twins52
         if piles & (piles - 1) == 0:  # one pile, the usual case
             i = piles.bit_length() - 1
             same52 = faces[i]
             near52 = ((faces[i - 1] if i else 0)
                       | (faces[i + 1] if i + 1 < len(faces) else 0))
+            twin52 = twins[i]
         else:
             same52 = pile.faces52_of(piles)
             near52 = pile.faces52_of(_beside(piles))
-        got = self._sides[piles] = (members(same52), members(near52 & ~same52))
+            twin52 = 0
+            rest = piles & ((1 << len(twins)) - 1)
+            while rest:
+                low = rest & -rest
+                twin52 |= twins[low.bit_length() - 1]
+                rest ^= low
+        got = self._sides[piles] = (members(same52), members(near52 & ~same52), twin52)
         return got
 
     # ------------------------------------------------------------------ evidence
