@@ -252,3 +252,16 @@ def test_the_screen_is_pure() -> None:
         names |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
                   if isinstance(n, ast.ImportFrom)}
         assert not names & {"random", "secrets", "time", "datetime", "os", "io", "numpy"}, path
+
+
+def test_a_slug_through_big_blackjack_piles_is_caught_within_the_slug() -> None:
+    # a blackjack round's pile holds 15–25 cards: the run test spends the cards a run has
+    # taken out of its pile, so a 40-card slug is caught before it ends, every time, and
+    # nine times in ten within its first 32 cards (a fixed "same pile" set: 36)
+    profile = load_profile("gr-blackjack")
+    shapes = shapes_for(profile, 5)
+    rng = random.Random("big piles")
+    found = [model_trial(profile, "slug 40", shapes[i % len(shapes)],
+                         shapes[(i + 1) % len(shapes)], rng)[0] for i in range(40)]
+    assert all(f is not None and f <= 40 for f in found), found
+    assert sorted(f or 999 for f in found)[35] <= 32, sorted(f or 999 for f in found)
