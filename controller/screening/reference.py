@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 from controller.screening.faces import FACES, FIELD, face_card, mask_of
 
@@ -48,24 +48,28 @@ class Reference:
 
     New-deck order: ``related`` holds, per face, the count mask of its two neighbours.
     Previous shoe: ``piles_of`` holds, per face, the bitmask of the piles (rounds) with a
-    card of it, and ``pile_faces52`` per pile its faces as a plain 52-bit set (bit f =
-    face f); a card continues a run through piles P if its face is in one of them. The
-    set may hold the card's own face (a twin in the same round): any set fixed before the
-    card is read is a valid test, so nothing is excluded."""
+    card of it, and ``piles`` the faces of each pile as dealt (``pile_faces52``: per pile
+    its faces as a plain 52-bit set, bit f = face f, built when first asked for); a card
+    continues a run through piles P if its face is in one of them. The set may hold the
+    card's own face (a twin in the same round): any set fixed before the card is read is
+    a valid test, so nothing is excluded."""
 
     kind: str
     description: str
     related: tuple[int, ...]
     details: dict[str, object] = field(default_factory=dict)
     piles_of: tuple[int, ...] = ()
-    pile_faces52: tuple[int, ...] = ()
-    #: per pile, the faces it holds more than one card of (a run through it may deal
-    #: such a face twice)
-    pile_twins52: tuple[int, ...] = ()
+    piles: tuple[tuple[int, ...], ...] = ()
+
+    @cached_property
+    def pile_faces52(self) -> tuple[int, ...]:
+        """Per pile, its faces as a 52-bit set (the evidence and the tests ask; the live
+        screen reads ``piles``)."""
+        return tuple(sum(map(_FACE_BIT.__getitem__, set(p))) for p in self.piles)
 
     @property
     def has_piles(self) -> bool:
-        return bool(self.pile_faces52)
+        return bool(self.piles)
 
     def faces52_of(self, piles: int) -> int:
         """The faces (52-bit set) of a set of piles (a bitmask over pile numbers)."""
@@ -103,35 +107,20 @@ def new_deck_reference(source: str = "composition check") -> Reference:
 def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int) -> Reference:
     """The previous shoe's discards: ``piles`` are the faces of each round's pile (burns
     included), in the order dealt; ``pack`` the pack's size (the rest were never read)."""
+    kept = tuple(tuple(p) for p in piles if p)
     piles_of = [0] * FACES
-    pile_faces52: list[int] = []
-    pile_twins52: list[int] = []
     bit = 1
-    face_bit = _FACE_BIT
-    for pile in piles:
-        if not pile:
-            continue
-        distinct = set(pile)
-        pile_faces52.append(sum(map(face_bit.__getitem__, distinct)))
-        twins = 0
-        if len(distinct) < len(pile):
-            seen: set[int] = set()
-            for f in pile:
-                if f in seen:
-                    twins |= 1 << f
-                seen.add(f)
-        pile_twins52.append(twins)
-        for f in distinct:
+    for pile in kept:  # the one pass over the cards: a shoe's start pays it
+        for f in pile:
             piles_of[f] |= bit
         bit <<= 1
-    read = sum(map(len, piles))
+    read = sum(map(len, kept))
     rounds = sum(1 for p in piles if p)
     description = (f"shoe {shoe}'s discards: {rounds} round pile(s), {read} card(s) read, "
                    f"{max(0, pack - read)} never read")
     return Reference(PREVIOUS_SHOE, description, (),
                      {"order": "previous-shoe", "shoe": shoe, "piles": rounds, "read": read,
-                      "unread": max(0, pack - read)}, tuple(piles_of), tuple(pile_faces52),
-                     tuple(pile_twins52))
+                      "unread": max(0, pack - read)}, tuple(piles_of), kept)
 
 
 def members(face_set: int) -> list[int]:

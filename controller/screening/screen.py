@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,6 @@ from controller.screening.reference import (
     NEW_DECK,
     PREVIOUS_SHOE,
     Reference,
-    members,
     new_deck_reference,
     pile_reference,
 )
@@ -176,7 +176,6 @@ class ShuffleScreen:
         self._faces = []
         self._pending = []
         self._ends = []
-        full = Remaining(self.decks)
         self._alarmed = False
         self._active = self.settings.enabled
         self._limit = self._batch = 1  # judge card by card until EARLY cards were read
@@ -187,7 +186,7 @@ class ShuffleScreen:
         # per face: the last position at which a card of it continues one of the last
         # _DECK_WINDOW cards (a neighbour of it was dealt within the window)
         self._until = [-FACES * 64] * FACES
-        self._sides: dict[int, tuple[list[int], list[int], int]] = {}
+        self._sides: dict[int, tuple[tuple[int, ...], tuple[int, ...], set[int]]] = {}
         # the statistics, one tuple (loaded and stored once per batch):
         # counts, total — the cards still to come (per face, and all);
         # prev — the last card's face;
@@ -198,7 +197,7 @@ class ShuffleScreen:
         # through the last card can lie in, narrowed by each of the p_narrow cards that
         # continued it (0: the last card broke the run); p_from — the position where the
         # run entered those piles (the cards since are spent from them)
-        self._state = (full.counts, full.total, -1, 0.0, 2, 0, -1, 0.0,
+        self._state = ([self.decks] * FACES, self.decks * FACES, -1, 0.0, 2, 0, -1, 0.0,
                        0.0, 2, 0, 0, 1)
 
     def end_shoe(self) -> Finding | None:
@@ -274,6 +273,7 @@ class ShuffleScreen:
         (counts, total, prev, w, w_start, hits, misses, null_log,
          pw, pw_start, p_narrow, p_piles, p_from) = self._state
         until, ln = self._until, self._ln
+        count_of = counts.__getitem__
         deck_run, deck_cont = self._deck_run, self._deck_cont
         h_run, h_cont = self._h_run, self._h_cont
         ga, gb, gab, lb0 = self._ga, self._gb, self._gab, self._lb0
@@ -316,10 +316,15 @@ class ShuffleScreen:
                         w_start = pos + 1
                 if deck_cont:
                     if until[f] >= pos:
-                        near = {x for g in shoe_faces[pos - 1 - window if pos > window else 0:
-                                                      pos - 1]
-                                for x in neighbours[g]}
-                        k = sum([counts[x] for x in near])
+                        if pos > 5 and window == 5:
+                            g1, g2, g3, g4, g5 = shoe_faces[pos - 6:pos - 1]
+                            near = {*neighbours[g1], *neighbours[g2], *neighbours[g3],
+                                    *neighbours[g4], *neighbours[g5]}
+                        else:
+                            near = {x for g in shoe_faces[pos - 1 - window if pos > window
+                                                          else 0:pos - 1]
+                                    for x in neighbours[g]}
+                        k = sum(map(count_of, near))
                         if 0 < k < n:
                             hits += 1
                             null_log += ln[k] - ln[n]
@@ -331,7 +336,15 @@ class ShuffleScreen:
                         misses += 1
             if pile is not None:
                 mine = p_piles_of[f]
-                if p_narrow > 1 or (p_narrow and pw > 0.0):
+                if not p_narrow:  # the run has not found its pile: nothing judged
+                    if pw <= 0.0:
+                        pw_start = pos + 1
+                    if mine & p_piles:
+                        p_piles &= mine
+                        p_narrow = 1
+                    else:
+                        p_piles, p_from = mine, pos
+                elif p_narrow > 1 or pw > 0.0:
                     # judged once the run has found its pile (two cards in it): the card
                     # lies in the run's pile and is not one the run already took from it
                     # (side 1), in a pile beside it (side 2, the run crossing into the
@@ -341,41 +354,42 @@ class ShuffleScreen:
                         sides = self._sides_of(p_piles)
                     same, beside, twins = sides
                     n = total
-                    k = sum([counts[x] for x in same])
-                    if pos - p_from > 0:  # the cards the run already took from its piles
-                        spent = {x for x in shoe_faces[p_from - 1:pos - 1]
-                                 if not twins >> x & 1}
-                        k -= sum([counts[x] for x in spent])
+                    if mine & p_piles:
+                        # the faces the run already took from its piles
+                        spent = set(shoe_faces[p_from - 1:pos - 1]) - twins
+                        k = sum(map(count_of, same)) - sum(map(count_of, spent))
+                        side = 0 if f in spent else 1
+                    elif mine & ((p_piles << 1) | (p_piles >> 1)):  # (p_piles: not mine)
+                        side = 2
                     else:
-                        spent = set()
-                    if mine & p_piles and f not in spent:
+                        spent = set(shoe_faces[p_from - 1:pos - 1]) - twins
+                        k = sum(map(count_of, same)) - sum(map(count_of, spent))
+                        side = 0
+                    if side == 1:
                         pw += _LP1 - ln[k] + ln[n]
                         p_piles &= mine
                         p_narrow += 1
+                    elif side == 2:
+                        pw += _LP2 - ln[sum(map(count_of, beside))] + ln[n]
+                        p_piles = mine & ((p_piles << 1) | (p_piles >> 1))
+                        p_narrow += 1
+                        p_from = pos
                     else:
-                        k_beside = sum([counts[x] for x in beside])
-                        if mine & _beside(p_piles) and not mine & p_piles:
-                            pw += _LP2 - ln[k_beside] + ln[n]
-                            p_piles = mine & _beside(p_piles)
-                            p_narrow += 1
-                            p_from = pos
-                        else:
-                            k = n - k - k_beside
-                            if k:
-                                pw += _LP0 - ln[k] + ln[n]
-                            p_piles, p_narrow, p_from = mine, 0, pos
+                        k = n - k - sum(map(count_of, beside))
+                        if k:
+                            pw += _LP0 - ln[k] + ln[n]
+                        p_piles, p_narrow, p_from = mine, 0, pos
                     if pw <= 0.0:
                         pw = 0.0
                         pw_start = pos + 1
                     elif pw >= h_run and finding is None:
                         finding = self._finding(pile, RUN, pw, h_run, pw_start, 1, pos)
-                else:
-                    if pw <= 0.0:
-                        pw_start = pos + 1
+                else:  # one card in the run's piles, no evidence yet: not judged
+                    pw_start = pos + 1
                     if mine & p_piles:
                         p_piles &= mine
                         p_narrow += 1
-                    elif p_narrow and mine & ((p_piles << 1) | (p_piles >> 1)):
+                    elif mine & ((p_piles << 1) | (p_piles >> 1)):
                         p_piles = mine & _beside(p_piles)
                         p_narrow += 1
                         p_from = pos
@@ -393,29 +407,31 @@ class ShuffleScreen:
                        pw, pw_start, p_narrow, p_piles, p_from)
         return None
 
-    def _sides_of(self, piles: int) -> tuple[list[int], list[int], int]:
-        """The faces of a run's piles, of the piles beside them, and the faces the run's
-        piles hold twice or more (memoised per shoe)."""
+    def _sides_of(self, piles: int) -> tuple[tuple[int, ...], tuple[int, ...], set[int]]:
+        """The faces of a run's piles, of the piles beside them (not in the run's), and the
+        faces one of the run's piles holds twice or more (memoised per shoe)."""
         pile = self._pile
         assert pile is not None
-        faces = pile.pile_faces52
-        twins = pile.pile_twins52
-        if piles & (piles - 1) == 0:  # one pile, the usual case
-            i = piles.bit_length() - 1
-            same52 = faces[i]
-            near52 = ((faces[i - 1] if i else 0)
-                      | (faces[i + 1] if i + 1 < len(faces) else 0))
-            twin52 = twins[i]
-        else:
-            same52 = pile.faces52_of(piles)
-            near52 = pile.faces52_of(_beside(piles))
-            twin52 = 0
-            rest = piles & ((1 << len(twins)) - 1)
-            while rest:
-                low = rest & -rest
-                twin52 |= twins[low.bit_length() - 1]
-                rest ^= low
-        got = self._sides[piles] = (members(same52), members(near52 & ~same52), twin52)
+        kept = pile.piles
+        last = len(kept) - 1
+        same: set[int] = set()
+        near: set[int] = set()
+        twins: set[int] = set()
+        rest = piles & ((1 << len(kept)) - 1)
+        while rest:
+            low = rest & -rest
+            i = low.bit_length() - 1
+            rest ^= low
+            faces = kept[i]
+            these = set(faces)
+            same |= these
+            if len(these) < len(faces):
+                twins.update(f for f, copies in Counter(faces).items() if copies > 1)
+            if i:
+                near.update(kept[i - 1])
+            if i < last:
+                near.update(kept[i + 1])
+        got = self._sides[piles] = (tuple(same), tuple(near - same), twins)
         return got
 
     # ------------------------------------------------------------------ evidence
