@@ -10,7 +10,8 @@ Speed: the screen must cost the engine little per card, so a card costs a face l
 a counter update and a membership test or two, judged in batches with the statistics
 in local variables; the exact chances (sums of per-face counts) are computed only when
 they can change a statistic — after a continuation, or while a run's evidence is above
-zero. A break that cannot raise a
+zero. For the new-deck tests one comparison tells the common card (it continues none of
+the last cards: ``until[face] < position``) from the rest. A break that cannot raise a
 statistic is not priced: for the run test the CUSUM stays at 0 whatever its chance; for
 the continuation test it adds ``-ln(1 - p) ≥ 0`` to the log-likelihood ratio, so leaving
 it out keeps the statistic *below* the exact martingale — the false-alarm bound holds,
