@@ -66,21 +66,63 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except (KeyFileError, AnchorFileError) as exc:
         _err("verify", str(exc))
         return EXIT_BAD_INPUT
+    witness: list[Any] = []
+    forged: list[str] = []
+    if args.witness is not None or args.witness_key is not None:
+        from controller.audit.witness import WitnessError
+
+        try:
+            witness, forged = _witness(args.witness, args.witness_key)
+        except WitnessError as exc:
+            _err("verify", str(exc))
+            return EXIT_BAD_INPUT
+        # only checkpoints signed by the witness count as anchors: a forged one proves nothing
+        anchors = [*(anchors or []), *(cp.as_anchor() for cp in witness)]
     with _bar(args) as bar:
         result = verify_set(args.logs, key=key, anchors=anchors, partial=args.partial,
                             meter=bar.meter)
     for table in result.tables:
         table.notes += anchor_notes
+    code = result.exit_code
+    if forged and code == EXIT_OK:
+        code = EXIT_FAIL
     if args.json:
-        print(json.dumps({"ok": result.ok, "exit": result.exit_code,
-                          "unreadable": result.unreadable,
-                          "tables": [t.to_dict() for t in result.tables]}, ensure_ascii=False))
+        out: dict[str, Any] = {"ok": code == EXIT_OK, "exit": code,
+                               "unreadable": result.unreadable,
+                               "tables": [t.to_dict() for t in result.tables]}
+        if args.witness is not None:
+            out["witness"] = {"checkpoints": len(witness) + len(forged),
+                              "bad_signatures": forged}
+        print(json.dumps(out, ensure_ascii=False))
     else:
         for line in result.lines():
             print(line)
+        if args.witness is not None:
+            for line in forged:
+                print(f"WITNESS: {line}")
+            print(f"witness: {len(witness) + len(forged)} checkpoint(s) from {args.witness}, "
+                  f"{len(witness)} signed by the witness key"
+                  + (f", {len(forged)} NOT" if forged else ""))
     for u in result.unreadable:
         _err("verify", u)
-    return result.exit_code
+    return code
+
+
+def _witness(where: str | None, public_key: str | None) -> tuple[list[Any], list[str]]:
+    """``--witness FILE|URL`` with ``--witness-key PUB``: the checkpoints whose signature
+    is the witness's, and a sentence for each one whose signature is not."""
+    from controller.audit.witness import (
+        WitnessError,
+        check_signatures,
+        load_public_key,
+        read_checkpoints,
+    )
+
+    if where is None or public_key is None:
+        raise WitnessError("--witness FILE|URL and --witness-key PUB go together: the "
+                           "checkpoints and the floor's public key they are checked under")
+    public = load_public_key(public_key)
+    return check_signatures(read_checkpoints(where), public)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -196,6 +238,12 @@ def register(sub: Any) -> None:
     verify.add_argument("--key", metavar="FILE", help="key file of a keyed log (hex, ≥ 32 bytes)")
     verify.add_argument("--anchors", metavar="FILE",
                         help="anchor file (JSON Lines of table, file, seq, hash, ts, reason)")
+    verify.add_argument("--witness", metavar="FILE|URL",
+                        help="the floor's signed checkpoints (JSON Lines from `shoewarden floor "
+                        "witness-export`, or http(s)://FLOOR/api/witness/TABLE): each must be "
+                        "signed under --witness-key and its (file, seq, hash) be in the log")
+    verify.add_argument("--witness-key", metavar="PUB",
+                        help="the floor's witness public key (PEM), with --witness")
     verify.add_argument("--partial", action="store_true",
                         help="the logs given are knowingly part of a table's set: a file the "
                              "chain or the anchors know of and not given is a note, not a "

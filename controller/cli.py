@@ -222,8 +222,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: ``shoewarden floor ACTION …``: commands of the floor's beside serving it (its own options
+#: are all flags, so these are parsed as the top-level ``floor-ACTION``)
+FLOOR_ACTIONS = ("witness-key", "witness-export")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if len(words) >= 2 and words[0] == "floor" and words[1] in FLOOR_ACTIONS:
+        words = [f"floor-{words[1]}", *words[2:]]
+    args = build_parser().parse_args(words)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from controller.audit import AuditLogError
+from controller.audit.witness import WitnessError, load_or_create_key
 from floor.core import Floor
 from floor.options import add_floor_options as add_floor_options
 from floor.serve import HostPortError, host_port, server
@@ -18,9 +19,64 @@ from floor.web import floor_app
 def open_floor(args: argparse.Namespace) -> Floor:
     log_dir = Path(args.log)
     db = args.db or f"sqlite:///{(log_dir / 'floor.sqlite').resolve()}"
+    witness = None
+    if args.witness_key:
+        witness, made = load_or_create_key(args.witness_key)
+        if made:
+            print(f"shoewarden floor: made the witness key {args.witness_key} (key "
+                  f"{witness.key}); its public key: shoewarden floor witness-key "
+                  f"{args.witness_key} --public PUB", flush=True)
     store = open_store(db)
     return Floor([Path(d) for d in args.logs or []], store, audit_dir=log_dir,
-                 silent_after=args.silent_after, files_on_disk=not args.nats)
+                 silent_after=args.silent_after, files_on_disk=not args.nats,
+                 witness=witness)
+
+
+def cmd_witness_key(args: argparse.Namespace) -> int:
+    """``shoewarden floor witness-key FILE [--public PUB]``."""
+    try:
+        signer, made = load_or_create_key(args.key)
+        pem = signer.public_pem()
+        if args.public:
+            Path(args.public).write_bytes(pem)
+    except WitnessError as exc:
+        print(f"shoewarden floor witness-key: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"shoewarden floor witness-key: {args.public}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    said = "made" if made else "read"
+    print(f"shoewarden floor witness-key: {said} {args.key} (key {signer.key})"
+          + (f"; public key written to {args.public}" if args.public else ""),
+          file=sys.stderr if not args.public else sys.stdout)
+    if not args.public:
+        sys.stdout.write(pem.decode("ascii"))
+    return 0
+
+
+def cmd_witness_export(args: argparse.Namespace) -> int:
+    """``shoewarden floor witness-export --db URL [--table T] [--out FILE]``."""
+    try:
+        store = open_store(args.db)
+    except StoreError as exc:
+        print(f"shoewarden floor witness-export: {exc}", file=sys.stderr)
+        return 2
+    try:
+        data = b"".join(cp.to_line() for cp in store.checkpoints(args.table))
+    finally:
+        store.close()
+    if args.out:
+        try:
+            Path(args.out).write_bytes(data)
+        except OSError as exc:
+            print(f"shoewarden floor witness-export: {args.out}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 2
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return 0
 
 
 def cmd_floor(args: argparse.Namespace) -> int:
@@ -39,7 +95,8 @@ def cmd_floor(args: argparse.Namespace) -> int:
             consumer_connection = Connection(check_servers(args.nats), creds=args.nats_creds,
                                              tls_ca=args.nats_ca)
         floor = open_floor(args)
-    except (HostPortError, StoreError, AuditLogError, OSError, ValueError) as exc:
+    except (HostPortError, StoreError, AuditLogError, WitnessError, OSError,
+            ValueError) as exc:
         print(f"shoewarden floor: {exc}", file=sys.stderr)
         return 2
     consumer = None

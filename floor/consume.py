@@ -25,7 +25,14 @@ from typing import Any
 from controller.audit.files import parse_log_name
 from floor.core import Floor
 from floor.follow import Chunk, LogFile
-from floor.forward import AUDIT_SUBJECT, STREAM, Connection, ensure_stream, parse_msg_id
+from floor.forward import (
+    AUDIT_SUBJECT,
+    STREAM,
+    WITNESS_SUBJECT,
+    Connection,
+    ensure_stream,
+    parse_msg_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +58,10 @@ class NatsConsumer:
         self.duplicates = 0
         self.failures = 0
         self.held = 0
+        self.witnessed = 0  # checkpoints published on shoewarden.witness.<table>
+        self._js: Any = None
+        if floor.witness is not None:
+            floor.witness_outbox = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -73,7 +84,7 @@ class NatsConsumer:
             try:
                 if nc is None:
                     nc = await self.connection.connect()
-                    js = nc.jetstream()
+                    js = self._js = nc.jetstream()
                     await ensure_stream(js)
                     sub = await js.pull_subscribe(
                         f"{AUDIT_SUBJECT}.>", durable=self.durable, stream=STREAM,
@@ -175,6 +186,20 @@ class NatsConsumer:
         for msg in held:
             self.held += 1
             await msg.nak(delay=HOLD_BACK)
+        await self._publish_checkpoints()
+
+    async def _publish_checkpoints(self) -> None:
+        """The checkpoints the floor signed (already committed to its store) onto
+        ``shoewarden.witness.<table>``, de-duplicated by ``witness:<table>:<file>:<seq>``;
+        one the broker did not take stays queued for the next batch."""
+        outbox = self.floor.witness_outbox
+        while outbox and self._js is not None:
+            cp = outbox[0]
+            await self._js.publish(f"{WITNESS_SUBJECT}.{cp.table}", cp.to_line()[:-1],
+                                   stream=STREAM, headers={
+                                       "Nats-Msg-Id": f"witness:{cp.table}:{cp.file}:{cp.seq}"})
+            outbox.pop(0)
+            self.witnessed += 1
 
 
     @staticmethod

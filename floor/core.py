@@ -29,6 +29,7 @@ import orjson
 from controller.audit import AuditLog, open_table_log, verify_file
 from controller.audit.files import parse_log_name
 from controller.audit.verify import ChainStart, verify_run
+from controller.audit.witness import Checkpoint, WitnessSigner
 from floor.alerts import (
     CHAIN_BREAK,
     CHAIN_NEW,
@@ -106,7 +107,7 @@ class Floor:
                  tables: frozenset[str] | None = None, silent_after: float = 120.0,
                  poll_interval: float = 0.02, clock: Callable[[], float] = time.time,
                  slice_bytes: int = READ_SLICE, yield_gil: bool = False,
-                 files_on_disk: bool = True) -> None:
+                 files_on_disk: bool = True, witness: WitnessSigner | None = None) -> None:
         self.roots = [Path(r) for r in roots]
         self.store = store
         self.audit_dir = audit_dir
@@ -125,6 +126,11 @@ class Floor:
         #: False when the records arrive over NATS (floor.consume): there are no files here
         #: to check again at a restart; the stream and the index are what the floor read
         self.files_on_disk = files_on_disk
+        #: the floor as a witness: a checkpoint of the table's chain signed at every round
+        #: end it accepts, committed with the records; ``witness_outbox`` (a list, when a
+        #: transport publishes them: floor.consume) collects them for publication
+        self.witness = witness
+        self.witness_outbox: list[Checkpoint] | None = None
         self.tables: dict[str, TableWatch] = {}
         self.alerts: dict[int, Alert] = {}
         self.lock = threading.RLock()  # tables and alerts: the follower writes, the web reads
@@ -346,7 +352,11 @@ class Floor:
                 drafts.append(AlertDraft(table, lf.file, seq, CHAIN_BREAK, "critical", why,
                                          FLOOR_RULE, utc_now()))
             watch.files[lf.file] = pos
-            made = self.store.commit_run(pos, rows if self.keep_records else [], drafts)
+            signed = self._checkpoints(table, lf.file, records)
+            made = self.store.commit_run(pos, rows if self.keep_records else [], drafts,
+                                         signed)
+            if signed and self.witness_outbox is not None:
+                self.witness_outbox += signed
             for alert in made:
                 self.alerts[alert.id] = alert
             self.records_ingested += len(records)
@@ -357,6 +367,21 @@ class Floor:
             self.publish({"type": "table", "table": table, "summary": summary,
                           "seq": state.last_seq})
         return len(records)
+
+    def _checkpoints(self, table: str, file: str, records: list[dict[str, Any]]
+                     ) -> list[Checkpoint]:
+        """A signed checkpoint of the chain at every round end among ``records`` (verified
+        records only: a break stops the run before it)."""
+        if self.witness is None:
+            return []
+        out = []
+        for r in records:
+            o = r.get("output")
+            if r.get("kind") == "output" and isinstance(o, dict) and o.get("type") == "note" \
+                    and o.get("kind") == "round":
+                out.append(self.witness.sign(table, file, int(r["seq"]), str(r["hash"]),
+                                             utc_now()))
+        return out
 
     def _link(self, watch: TableWatch, lf: LogFile, first: dict[str, Any]) -> list[AlertDraft]:
         """A file's first record against the table's chain so far (rotation)."""

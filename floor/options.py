@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 DISCLOSURES = ("live", "round", "shoe")  # floor.views.Disclosure
 
@@ -26,6 +27,10 @@ def add_floor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--disclosure", choices=DISCLOSURES, default="live",
                    help="when the floor shows cards: live, after the round (round), after "
                    "the shoe (shoe: no live count) (default live)")
+    p.add_argument("--witness-key", metavar="FILE",
+                   help="sign a checkpoint of each table's chain at every round end with this "
+                   "Ed25519 key (PEM, mode 0600; made on first use), kept in --db, served at "
+                   "/api/witness/TABLE and published on shoewarden.witness.TABLE")
     p.add_argument("--silent-after", type=float, default=120.0, metavar="SECONDS",
                    help="an open table silent this long is an alert (default 120)")
 
@@ -38,3 +43,24 @@ def add_publish_options(p: argparse.ArgumentParser, *, required: bool = False) -
                    "with commas) for a cluster")
     p.add_argument("--nats-creds", metavar="FILE", help="NATS credentials file (JWT + nkey)")
     p.add_argument("--nats-ca", metavar="FILE", help="CA file to verify the NATS servers' TLS")
+
+
+def add_witness_commands(sub: Any) -> None:
+    """``shoewarden floor witness-key`` and ``floor witness-export`` (reached as
+    ``floor-witness-key`` / ``floor-witness-export``, see controller.cli.main)."""
+    key = sub.add_parser(
+        "floor-witness-key", prog="shoewarden floor witness-key",
+        help="make the floor's witness key (or read it) and print its public key",
+        description="Make an Ed25519 witness key in FILE (mode 0600) if there is none, and "
+        "print its public key (PEM): give that to whoever runs `audit verify --witness`.")
+    key.add_argument("key", metavar="FILE", help="the floor's private key file")
+    key.add_argument("--public", metavar="PUB", help="write the public key here, not stdout")
+    export = sub.add_parser(
+        "floor-witness-export", prog="shoewarden floor witness-export",
+        help="the floor's signed checkpoints as JSON Lines (for audit verify --witness)",
+        description="Every witness checkpoint the floor signed (or one table's), one JSON "
+        "object a line, from its index.")
+    export.add_argument("--db", required=True, metavar="URL",
+                        help="the floor's index: sqlite:///PATH or postgresql://…")
+    export.add_argument("--table", help="only this table")
+    export.add_argument("--out", metavar="FILE", help="write here, not stdout")

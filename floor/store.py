@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.audit.witness import Checkpoint
 from floor.alerts import Alert, AlertDraft
 
 #: the versioned schema steps, one directory per backend
@@ -78,6 +79,7 @@ def migrations(backend: str) -> list[Migration]:
 SCHEMA_VERSION = ("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
                   "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
 POSITION_COLUMNS = 'table_id, file, path, "offset", seq, hash, mac, chain, broken'
+CHECKPOINT_COLUMNS = "table_id, file, seq, hash, ts, key, sig"
 ALERT_COLUMNS = ("id, table_id, file, seq, code, severity, message, rule, ts, acked_by, "
                  "acked_at, note")
 
@@ -155,6 +157,16 @@ class SqlIndex:
 
     record_text = "record"
 
+    def checkpoints(self, table: str | None = None) -> list[Checkpoint]:
+        """The witness checkpoints signed so far (of one table, or all), by table, file and
+        seq; readable from the web thread while the follower writes."""
+        where = " WHERE table_id = ?" if table is not None else ""
+        rows = self._read(self.q(f"SELECT {CHECKPOINT_COLUMNS} FROM witness_checkpoints"
+                                 f"{where} ORDER BY table_id, file, seq"),
+                          (table,) if table is not None else ())
+        return [Checkpoint(str(t), str(f), int(s), str(h), str(ts), str(k), str(sig), n)
+                for n, (t, f, s, h, ts, k, sig) in enumerate(rows, start=1)]
+
     def files_of(self, table: str) -> list[str]:
         with self.lock:
             return [r[0] for r in self._run(
@@ -168,12 +180,19 @@ class SqlIndex:
     # ------------------------------------------------------------------ writing
 
     def commit_run(self, pos: FilePosition, rows: list[tuple[int, str, bytes]],
-                   drafts: list[AlertDraft]) -> list[Alert]:
-        """One run of records (seq, hash, line) of one file, its new position and the alerts
-        they made, in one transaction. Returns the alerts that are new (not already known)."""
+                   drafts: list[AlertDraft], checkpoints: Sequence[Checkpoint] = ()
+                   ) -> list[Alert]:
+        """One run of records (seq, hash, line) of one file, its new position, the alerts
+        they made and the witness checkpoints signed for it, in one transaction. Returns the
+        alerts that are new (not already known)."""
         with self.lock, self._transaction():
             if rows:
                 self._insert_records(pos, rows)
+            for cp in checkpoints:
+                self._run(self.q(
+                    f"INSERT INTO witness_checkpoints ({CHECKPOINT_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"),
+                    (cp.table, cp.file, cp.seq, cp.hash, cp.ts, cp.key, cp.sig))
             self._run(self.q(
                 f"INSERT INTO log_files ({POSITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 'ON CONFLICT (table_id, file) DO UPDATE SET path = excluded.path, '

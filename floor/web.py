@@ -192,6 +192,13 @@ def floor_app(floor: Floor, *, disclosure: Disclosure = Disclosure.LIVE,
             return _json({"error": str(exc)}, exc.status)
         return _json(found)
 
+    async def api_witness(request: Request) -> Response:
+        """The table's signed checkpoints, JSON Lines: ``audit verify --witness URL``."""
+        table = request.path_params["table"]
+        found = await run_in_threadpool(floor.store.checkpoints, table)
+        return Response(b"".join(cp.to_line() for cp in found),
+                        media_type="application/x-ndjson")
+
     async def page_floor(_request: Request) -> Response:
         return _render("floor.html", tables=tables(), alerts=alerts(), now=_now())
 
@@ -220,6 +227,7 @@ def floor_app(floor: Floor, *, disclosure: Disclosure = Disclosure.LIVE,
         Route("/api/tables/{table}", api_table),
         Route("/api/tables/{table}/rounds", api_rounds),
         Route("/api/alerts", api_alerts),
+        Route("/api/witness/{table}", api_witness),
         Route("/api/alerts/{id}/ack", api_ack, methods=["POST"]),
         Route("/api/events", _events(hub)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

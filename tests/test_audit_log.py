@@ -764,9 +764,9 @@ def _imported_names(source: Path) -> list[str]:
 
 def test_audit_package_imports_no_devices_and_no_engine() -> None:
     """The chain core: standard library, structlog, orjson (the fast canonical encoding),
-    the text boundary (controller.jsontext, a leaf) and itself only (no engine, no
-    devices)."""
-    allowed_third_party = {"structlog", "orjson"}
+    cryptography (the witness's Ed25519 signatures), the text boundary (controller.jsontext,
+    a leaf) and itself only (no engine, no devices)."""
+    allowed_third_party = {"structlog", "orjson", "cryptography"}
     engine_aware = {f"controller.audit.{name.removesuffix('.py')}" for name in ENGINE_AWARE}
     core = [p for p in sorted(AUDIT_PKG.glob("*.py")) if p.name not in ENGINE_AWARE]
     assert {p.name for p in core} >= {"__init__.py", "canonical.py", "writer.py", "verify.py"}

@@ -73,6 +73,18 @@ def cmd_floor(args: argparse.Namespace) -> int:
     return floor(args)
 
 
+def cmd_witness_key(args: argparse.Namespace) -> int:
+    from floor.cli import cmd_witness_key as witness_key
+
+    return witness_key(args)
+
+
+def cmd_witness_export(args: argparse.Namespace) -> int:
+    from floor.cli import cmd_witness_export as witness_export
+
+    return witness_export(args)
+
+
 def cmd_forward(args: argparse.Namespace) -> int:
     _logging(False)
     from floor.cli import cmd_forward as forward
@@ -174,7 +186,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "FILE or stdout, and exit")
     sim.set_defaults(func=cmd_sim)
 
-    from floor.options import add_floor_options  # argparse only: no web stack until it runs
+    from floor.options import (  # argparse only: no web stack until it runs
+        add_floor_options,
+        add_witness_commands,
+    )
 
     floor = sub.add_parser(
         "floor", help="the pit boss's floor: follow the tables' logs, alerts, pages, API",
@@ -184,6 +199,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "floor's pages, JSON API and live stream (docs/floor.md).")
     add_floor_options(floor)
     floor.set_defaults(func=cmd_floor)
+    add_witness_commands(sub)
+    sub.choices["floor-witness-key"].set_defaults(func=cmd_witness_key)
+    sub.choices["floor-witness-export"].set_defaults(func=cmd_witness_export)
 
     forward = sub.add_parser(
         "forward", help="publish table logs on disk to NATS JetStream (an offline table)",

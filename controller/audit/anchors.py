@@ -63,6 +63,13 @@ class Anchor:
     ts: str
     reason: str
     line: int = 0  # line in the anchor file (0 when not read from one)
+    #: what the line is, for messages: an ``anchor``, or a witness ``checkpoint``
+    kind: str = "anchor"
+
+    @property
+    def made(self) -> str:
+        """How it came to be, for messages: an anchor is written, a checkpoint signed."""
+        return "signed" if self.kind == "checkpoint" else "written"
 
     def to_record(self) -> dict[str, Any]:
         return {"table": self.table, "file": self.file, "seq": self.seq, "hash": self.hash,

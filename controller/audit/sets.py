@@ -362,16 +362,16 @@ def _check_anchors(check: TableCheck, anchors: list[Anchor], partial: bool) -> N
             if h != a.hash:
                 check.problems.append(Problem(
                     str(fc.path), max(fc.line_of(a.seq), 1), a.seq,
-                    f"record differs from the anchor written at {a.ts} ({a.reason}, anchor "
-                    f"line {a.line}): the log was rewritten at or before this record",
+                    f"record differs from the {a.kind} {a.made} at {a.ts} ({a.reason}, "
+                    f"{a.kind} line {a.line}): the log was rewritten at or before this record",
                     REWRITTEN, "hashes recomputed after an edit"))
             continue
         if r.ok and a.seq > r.head_seq:
             check.anchors_checked += 1
             check.problems.append(Problem(
                 str(fc.path), r.lines + 1, r.head_seq + 1,
-                f"truncated tail: the anchor written at {a.ts} ({a.reason}, anchor line "
-                f"{a.line}) records seq {a.seq}, but the file ends at seq {r.head_seq} "
+                f"truncated tail: the {a.kind} {a.made} at {a.ts} ({a.reason}, {a.kind} "
+                f"line {a.line}) records seq {a.seq}, but the file ends at seq {r.head_seq} "
                 f"(line {r.lines})", TRUNCATED, f"{a.seq - r.head_seq} record(s) cut off the end"))
     for name, a in last_for.items():
         fc = by_name[name]
