@@ -128,6 +128,33 @@ def test_audit_verify_with_the_witness_catches_a_log_cut_back_by_one_round(
     assert f"checkpoint line {last.line}" in problem and f"seq {last.seq}" in problem
 
 
+def test_audit_verify_with_the_witness_catches_a_rewrite_with_the_chain_recomputed(
+        tmp_path: Path) -> None:
+    from tests.test_audit_helpers import line_of, rehash
+
+    log, floor, db, pub = witnessed_floor(tmp_path)
+    floor.store.close()
+    exported = tmp_path / "checkpoints.jsonl"
+    assert run("floor", "witness-export", "--db", db, "--out", str(exported))[0] == 0
+    first = parse_checkpoints(exported.read_bytes(), str(exported))[0]
+    # an input before the first round end changed, every hash after it recomputed: the
+    # chain verifies on its own, the witness's first checkpoint no longer matches
+    records = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    target = next(i for i, r in enumerate(records) if r["kind"] == "input" and i > 2)
+    records[target]["event"]["forged"] = True
+    prev = records[target - 1]["hash"]
+    for i in range(target, len(records)):
+        records[i]["prev"] = prev
+        records[i] = rehash(records[i])
+        prev = records[i]["hash"]
+    log.write_bytes(b"".join(line_of(r) for r in records))
+    assert run("audit", "verify", str(log))[0] == 0
+    code, out, _ = run("audit", "verify", str(log), "--witness", str(exported),
+                       "--witness-key", str(pub))
+    assert code == 1
+    assert f"seq {first.seq}): record differs from the checkpoint signed at {first.ts}" in out
+
+
 def test_a_checkpoint_not_signed_by_the_witness_fails_and_proves_nothing(
         tmp_path: Path) -> None:
     log, floor, _, pub = witnessed_floor(tmp_path)
