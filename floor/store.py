@@ -21,6 +21,7 @@ import contextlib
 import datetime as dt
 import sqlite3
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,7 +85,7 @@ ALERT_COLUMNS = ("id, table_id, file, seq, code, severity, message, rule, ts, ac
                  "acked_at, note")
 
 
-class SqlIndex:
+class SqlIndex(ABC):
     """The floor's index, past the transport: every query is here, once.
 
     A backend sets :attr:`param` (its placeholder) and implements :meth:`_run`,
@@ -99,22 +100,27 @@ class SqlIndex:
 
     # ------------------------------------------------------------------ the transport
 
+    @abstractmethod
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """One statement on the writing connection; its rows (none for a plain write)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _transaction(self) -> contextlib.AbstractContextManager[None]:
-        raise NotImplementedError
+        """(each backend)"""
 
+    @abstractmethod
     def _insert_records(self, pos: FilePosition, rows: list[tuple[int, str, bytes]]) -> None:
-        raise NotImplementedError
+        """(each backend)"""
 
+    @abstractmethod
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """A query from another thread (the web's round look-ups) while the follower writes."""
         raise NotImplementedError
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """(each backend)"""
 
     def q(self, sql: str) -> str:
         return sql if self.param == "?" else sql.replace("?", self.param)

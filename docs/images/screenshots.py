@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.browser import driver  # noqa: E402
+from tests.browser import driver
 
 HERE = Path(__file__).resolve().parent
 
