@@ -50,10 +50,14 @@ METER_STEP = 1 << 18
 
 
 def metered(lines: Iterable[bytes], meter: Meter | None, phase: str) -> Iterator[bytes]:
-    """``lines`` as they are, reporting the bytes read to ``meter`` every ~256 KiB."""
+    """``lines`` as they are, reporting the bytes read to ``meter`` every ~256 KiB (with
+    no meter, the lines' own iterator: a generator layer costs a tenth of verify's time)."""
     if meter is None:
-        yield from lines
-        return
+        return iter(lines)
+    return _metered(lines, meter, phase)
+
+
+def _metered(lines: Iterable[bytes], meter: Meter, phase: str) -> Iterator[bytes]:
     pending = 0
     try:
         for raw in lines:

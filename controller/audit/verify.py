@@ -28,20 +28,22 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import itertools
 import json
+import operator
 import os
 import re
 from collections import deque
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from controller import jsontext
 from controller.audit.canonical import GENESIS, canonical_text, key_id
-from controller.audit.records import Meter, metered
+from controller.audit.records import Meter
 from controller.jsontext import JsonTextError
 
 _STR_FIELDS = ("ts", "kind", "prev", "hash")
@@ -57,6 +59,10 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 # characters, which ours never do: such a line goes to the exact path too.
 _MARKED = bytes.maketrans(b".E+-", b"????")
 _SORTED = orjson.OPT_SORT_KEYS
+_FIELDS = operator.itemgetter("hash", "kind", "prev", "seq", "ts")
+_RAW = operator.itemgetter(0)
+_HAS_MAC = operator.methodcaller("__contains__", "mac")
+_HEXDIGEST = operator.methodcaller("hexdigest")
 #: lines checked as one run by :meth:`_State.block`
 BLOCK_LINES = 128
 
@@ -210,9 +216,8 @@ def verify_file(
         if result is not None:
             return result
     with open(path, "rb") as f:
-        lines: Iterable[bytes] = f if end is None else _prefix(f, end)
-        return _verify(_decoded(metered(lines, meter, "verifying")), os.fspath(path), start,
-                       key, want_hashes)
+        return _verify(_RawLines(f, limit=end, meter=meter), os.fspath(path), start, key,
+                       want_hashes)
 
 
 #: a log larger than this is verified on every core (about 50,000 records)
@@ -225,7 +230,7 @@ def _segment(name: str, key: bytes | None, want: Collection[int], begin: int, en
     """Verify bytes ``begin``..``end`` of ``name`` (whole lines), from ``start``."""
     with open(name, "rb") as f:
         f.seek(begin)
-        return _verify(_decoded(_prefix(f, end - begin)), name, start, key, want, chain=chain)
+        return _verify(_RawLines(f, limit=end - begin), name, start, key, want, chain=chain)
 
 
 def _verify_parallel(name: str, key: bytes | None, want: Collection[int], size: int,
@@ -322,8 +327,7 @@ def verify_tail(
         if type(seq) is not int or not isinstance(digest, str) or begin > size:
             return verify_file(name, key=key, end=end)
         start = ChainStart(seq, digest, mac if isinstance(mac, str) else GENESIS)
-        lines: Iterable[bytes] = _prefix(f, size - begin)
-        result = _verify(_decoded(lines), name, start, key, (), chain=chain)
+        result = _verify(_RawLines(f, limit=size - begin), name, start, key, (), chain=chain)
     if result.ok:
         return result
     before = _count_lines(name, trusted_at) + 1  # the lines up to the trusted record
@@ -343,23 +347,65 @@ def _count_lines(name: str, end: int) -> int:
     return n
 
 
-def _prefix(f: Iterable[bytes], end: int) -> Iterator[bytes]:
-    pos = 0
-    for raw in f:
-        if pos >= end:
-            return
-        if pos + len(raw) > end:
-            yield raw[: end - pos]
-            return
-        pos += len(raw)
-        yield raw
+class _RawLines:
+    """A file's raw lines as ``(raw, None)`` items (:meth:`_State.check` takes bytes, and
+    decodes them itself only when it must: :func:`_text_of`), read about
+    :data:`RUN_BYTES` at a time by ``readlines``; :meth:`run` hands the rest of what was
+    read to :meth:`_State.block` as it is: one call per run, not a generator step per
+    line. ``limit``: read only that many bytes (a line that
+    crosses it is cut there); ``meter``: told the bytes read."""
+
+    def __init__(self, f: io.BufferedReader, *, limit: int | None = None,
+                 meter: Meter | None = None) -> None:
+        self._f = f
+        self._left = limit
+        self._meter = meter
+        self._lines: list[bytes] = []
+        self._next = 0
+
+    def _fill(self) -> bool:
+        if self._left is not None and self._left <= 0:
+            return False
+        lines = self._f.readlines(RUN_BYTES)
+        if not lines:
+            return False
+        size = sum(map(len, lines)) if self._left is not None or self._meter else 0
+        if self._left is not None:
+            if size > self._left:
+                kept, left = [], self._left
+                for raw in lines:
+                    if left <= 0:
+                        break
+                    kept.append(raw[:left])
+                    left -= len(raw)
+                lines, size = kept, self._left
+            self._left -= size
+        if self._meter is not None:
+            self._meter("verifying", size)
+        self._lines, self._next = lines, 0
+        return True
+
+    def __iter__(self) -> _RawLines:
+        return self
+
+    def __next__(self) -> tuple[bytes, None]:
+        if self._next >= len(self._lines) and not self._fill():
+            raise StopIteration
+        raw = self._lines[self._next]
+        self._next += 1
+        return raw, None
+
+    def run(self) -> list[bytes]:
+        """The lines read and not yet handed out (reading more when there are none)."""
+        if self._next >= len(self._lines) and not self._fill():
+            return []
+        lines = self._lines[self._next:] if self._next else self._lines
+        self._next = len(self._lines)
+        return lines
 
 
-def _decoded(f: Iterable[bytes]) -> Iterator[tuple[bytes, None]]:
-    """The raw lines: :meth:`_State.check` takes bytes (its fast path) and decodes them
-    itself only when it must (:func:`_text_of`)."""
-    for raw in f:
-        yield raw, None
+#: what :class:`_RawLines` reads at a time (about 128 records of a card log)
+RUN_BYTES = 48 << 10
 
 
 def _text_of(raw: bytes) -> tuple[str | None, str | None]:
@@ -450,20 +496,28 @@ def _verify(
     slow = 0  # lines still to check one by one (a run that did not pass as a whole)
     while current is not None:
         if slow == 0:
-            run = [current]
-            while len(run) < BLOCK_LINES:
-                item = back.popleft() if back else next(it, None)
-                if item is None:
-                    break
-                run.append(item)
-            raws = [raw for raw, _ in run if type(raw) is bytes]
-            if len(raws) == len(run) and state.block(raws, want, hashes):
-                good += len(run)
-                lineno += len(run)
-                current = back.popleft() if back else next(it, None)
-                continue
-            back.extendleft(reversed(run[1:]))
-            slow = len(run)
+            if not back and isinstance(it, _RawLines):  # a file: its lines as read
+                lines = [cast(bytes, current[0]), *it.run()]
+                if state.block(lines, want, hashes):
+                    good += len(lines)
+                    lineno += len(lines)
+                    current = next(it, None)
+                    continue
+                back.extend(zip(lines[1:], itertools.repeat(None)))
+                slow = len(lines)
+            else:
+                run = [current]
+                while back and len(run) < BLOCK_LINES:
+                    run.append(back.popleft())
+                run.extend(itertools.islice(it, BLOCK_LINES - len(run)))
+                raws: list[Any] = list(map(_RAW, run))
+                if set(map(type, raws)) == {bytes} and state.block(raws, want, hashes):
+                    good += len(run)
+                    lineno += len(run)
+                    current = back.popleft() if back else next(it, None)
+                    continue
+                back.extendleft(reversed(run[1:]))
+                slow = len(run)
         slow -= 1
         following = back.popleft() if back else next(it, None)
         lineno += 1
@@ -549,6 +603,8 @@ class _State:
             return False
         if len(records) != len(raws) or canonical != marked:
             return False
+        if not self.keyed and self.key is None:
+            return self._plain_run(raws, text, records, want, hashes)
         saved = (self.last_seq, self.last_hash, self.before_last_hash, self.last_mac,
                  self.macs)
         seq, last, before, mac_head = self.last_seq, self.last_hash, self.before_last_hash, \
@@ -601,6 +657,43 @@ class _State:
         (self.last_seq, self.last_hash, self.before_last_hash, self.last_mac,
          self.macs) = saved
         return False
+
+    def _plain_run(self, raws: list[bytes], text: bytes, records: list[Any], want: Collection[int],
+                   hashes: dict[int, str]) -> bool:
+        """:meth:`block` for a log without MACs, each check done on the whole run by C-level
+        maps; only the hash is computed in a loop per record. The same checks: every record
+        a dict with an int ``seq`` one above the last, str ``hash``/``prev``/``ts``/``kind``,
+        ``prev`` the previous hash, no ``mac``, and the hash the SHA-256 of the raw line
+        without its ``"hash":…`` member. A run this does
+        not accept changes nothing (the caller checks it line by line and names the fault).
+
+        The member removed is the line's first ``"hash":"<64 hex>"``: a nested one that
+        comes first leaves the record's own hash in the bytes hashed, so the digest cannot
+        match and the run goes to the line-by-line path, which finds the right one."""
+        n = len(records)
+        try:  # not a dict (TypeError) or a field missing (KeyError): line by line
+            digests, kinds, prevs, seqs, stamps = zip(*map(_FIELDS, records), strict=True)
+        except (KeyError, TypeError):
+            return False
+        first = self.last_seq + 1
+        if (seqs != tuple(range(first, first + n)) or set(map(type, seqs)) != {int}
+                or set(map(type, digests)) != {str} or set(map(type, kinds)) != {str}
+                or set(map(type, stamps)) != {str}  # prev: equal to a str hash, below
+                or prevs[0] != self.last_hash or prevs[1:] != digests[:-1]):
+            return False
+        if any(map(_HAS_MAC, records)):  # no MAC in this log: any is for the exact checks
+            return False
+        sha256 = hashlib.sha256
+        for raw, digest in zip(raws, digests, strict=True):
+            i = raw.find(b'"hash":"')  # "hash":"<64 hex>", is 74 bytes; no final newline
+            if sha256(raw[:i] + raw[i + 74:-1]).hexdigest() != digest:
+                return False
+        for seq in want:
+            if first <= seq < first + n:
+                hashes[seq] = digests[seq - first]
+        self.before_last_hash = digests[-2] if n > 1 else self.last_hash
+        self.last_seq, self.last_hash = seqs[-1], digests[-1]
+        return True
 
     def check(self, line: str | bytes | None, decode_error: str | None, *, is_last: bool,
               first: bool, lineno: int) -> None:
