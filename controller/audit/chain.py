@@ -27,6 +27,7 @@ replay and benchmarks).
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import json
 import os
@@ -85,6 +86,7 @@ BATCH_BYTES = 1 << 16
 
 _SORTED = orjson.OPT_SORT_KEYS
 _sha256 = hashlib.sha256
+_hex = binascii.hexlify  # a digest's hex as bytes (hexdigest gives str)
 _dumps = orjson.dumps
 
 CardRecord = tuple[str, bytes, Mapping[str, Any], int | None]
@@ -364,33 +366,36 @@ class HashChainWriter:
                             flush=flush)
             return
         frames = self._frames
-        sync = self._sync_all or any(r[0] in self._sync_kinds for r in records)
+        sync = self._sync_all or (bool(self._sync_kinds)
+                                  and any(r[0] in self._sync_kinds for r in records))
         with self._lock:
             if self._closed or self._broken is not None:
                 self._usable()
             batch = self._batch
-            seq, prev, size = self._seq, self._prev, self._batch_bytes
+            seq, size = self._seq, self._batch_bytes
+            head = self._prev.encode()  # the hash as bytes until the run ends
             stamp = self._stamp
             ts = None if self._clocked else stamp().encode()
             for kind, payload, context, line in records:
                 key = (context["round"], context["shoe"], context["state"], context["table"])
                 frame = frames.get(key) or self._frames_for(key)
                 seq += 1
-                tail = b"".join((b',"prev":"', prev.encode(), b'"', frame[0], b',"seq":%d' % seq,
+                tail = b"".join((b',"prev":"', head, b'"', frame[0], b',"seq":%d' % seq,
                                  frame[1], ts or stamp().encode(), b'"}'))
                 if kind == "input":
-                    mid = b',"kind":"input"' + (b"" if line is None else b',"line":%d' % line)
-                    prev = _sha256(b"".join((b'{"event":', payload, mid, tail))).hexdigest()
-                    text = b"".join((b'{"event":', payload, b',"hash":"', prev.encode(), b'"',
-                                     mid, tail, b"\n"))
+                    mid = b',"kind":"input"' if line is None else \
+                        b',"kind":"input","line":%d' % line
+                    head = _hex(_sha256(b"".join((b'{"event":', payload, mid, tail))).digest())
+                    text = b"".join((b'{"event":', payload, b',"hash":"', head, b'"', mid, tail,
+                                     b"\n"))
                 else:
-                    prev = _sha256(b"".join((b'{"kind":"output","output":', payload, tail))
-                                   ).hexdigest()
-                    text = b"".join((b'{"hash":"', prev.encode(), b'","kind":"output","output":',
-                                     payload, tail, b"\n"))
+                    head = _hex(_sha256(b"".join((b'{"kind":"output","output":', payload, tail))
+                                        ).digest())
+                    text = b"".join((b'{"hash":"', head, b'","kind":"output","output":', payload,
+                                     tail, b"\n"))
                 batch.append(text)
                 size += len(text)
-            self._seq, self._prev, self._batch_bytes = seq, prev, size
+            self._seq, self._prev, self._batch_bytes = seq, head.decode(), size
             if sync or flush or size >= self._batch_limit:
                 self._write_batch(sync)
 
