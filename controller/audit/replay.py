@@ -14,6 +14,7 @@ This module uses the engine; the chain core of :mod:`controller.audit` does not.
 from __future__ import annotations
 
 import json
+import operator
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -83,9 +84,10 @@ class Replayer:
     _replayed: list[dict[str, Any]] = field(default_factory=list)
     _logged: list[tuple[LogRecord, Any]] = field(default_factory=list)
     _after: dict[str, Any] | None = None  # the engine's context after the last input
+    _after_key: tuple[Any, ...] | None = None  # its table, shoe, round, state
 
     def feed(self, rec: LogRecord) -> None:
-        kind = rec.kind
+        kind = rec.record.get("kind")
         if kind == "header":
             self._flush()
             self._start(rec)
@@ -129,7 +131,7 @@ class Replayer:
         self.session.start(r.get("table"))
         self.headers += 1
         self._input_rec = None
-        self._after = None
+        self._after = self._after_key = None
         software = r.get("software")
         if isinstance(software, dict) and software.get("version") != __version__:
             self.notes.append(f"{os.path.basename(rec.file)}:{rec.line}: the log was written by "
@@ -154,7 +156,11 @@ class Replayer:
         if self.session is None:
             raise ReplayError(f"{rec.file}: line {rec.line}: an input before any header "
                               "(the profile is unknown)")
-        self._context_check(rec, "before the input")
+        r = rec.record
+        if self._after_key is None or (r.get("table"), r.get("shoe"), r.get("round"),
+                                       r.get("state")) != self._after_key:
+            # (the engine has not moved since its last input: the context it left then)
+            self._context_check(rec, "before the input")
         self.inputs += 1
         self._input_rec = rec
         try:
@@ -166,21 +172,24 @@ class Replayer:
             return
         outputs = self.session.feed(event, line=rec.record.get("line"))
         self._replayed = [o.to_record() for o in outputs]
-        self._after = self.session.engine.context()  # what every output of it carries
+        self._after = after = self.session.engine.context()  # what its outputs carry
+        self._after_key = (after["table"], after["shoe"], after["round"], after["state"]) \
+            if len(after) == len(CONTEXT) else None
 
     def _output(self, rec: LogRecord) -> None:
         self.outputs += 1
-        self._logged.append((rec, rec.record.get("output")))
-        if self.session is not None:
-            self._context_check(rec, "of the output", self._after)
+        r = rec.record
+        self._logged.append((rec, r.get("output")))
+        if self.session is not None and (r.get("table"), r.get("shoe"), r.get("round"),
+                                         r.get("state")) != self._after_key:
+            self._context_check(rec, "of the output", self._after)  # names the difference
 
     def _flush(self) -> None:
         logged, replayed = self._logged, self._replayed
         self._logged, self._replayed = [], []
         if not logged and not replayed:
             return
-        if len(logged) == len(replayed) and all(
-                out == again for (_, out), again in zip(logged, replayed, strict=True)):
+        if len(logged) == len(replayed) and list(map(_OUTPUT, logged)) == replayed:
             return  # the usual case: the same outputs (no encoding, no diff)
         anchor = self._input_rec
         first_new = len(self.differences)
@@ -208,6 +217,9 @@ class Replayer:
                     None, out))
         self.differences[first_new:] = sorted(self.differences[first_new:],
                                               key=lambda d: (d.file, d.line or 0))
+
+
+_OUTPUT = operator.itemgetter(1)  # a logged (record, output) pair's output
 
 
 def _key(value: Any) -> str:
