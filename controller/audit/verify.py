@@ -58,6 +58,9 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 # changes no string's escaping; it can change the order of keys that hold those
 # characters, which ours never do: such a line goes to the exact path too.
 _MARKED = bytes.maketrans(b".E+-", b"????")
+#: the same, for a run of lines made one JSON array: a raw newline (never inside a JSON
+#: string, where it is escaped) becomes the comma between two records
+_MARKED_RUN = bytes.maketrans(b".E+-\n", b"????,")
 _SORTED = orjson.OPT_SORT_KEYS
 _FIELDS = operator.itemgetter("hash", "kind", "prev", "seq", "ts")
 _RAW = operator.itemgetter(0)
@@ -591,8 +594,8 @@ class _State:
         types, its hash on its raw bytes, its MAC, its link."""
         if not raws[-1].endswith(b"\n"):
             return False
-        text = b"".join(raws)
-        marked = (b"[" + text[:-1].replace(b"\n", b",") + b"]").translate(_MARKED)
+        joined = b"".join(raws).translate(_MARKED_RUN)  # each line's newline now a comma
+        marked = b"".join((b"[", memoryview(joined)[:-1], b"]"))
         try:
             records = orjson.loads(marked)
         except orjson.JSONDecodeError:
@@ -604,7 +607,7 @@ class _State:
         if len(records) != len(raws) or canonical != marked:
             return False
         if not self.keyed and self.key is None:
-            return self._plain_run(raws, text, records, want, hashes)
+            return self._plain_run(raws, records, want, hashes)
         saved = (self.last_seq, self.last_hash, self.before_last_hash, self.last_mac,
                  self.macs)
         seq, last, before, mac_head = self.last_seq, self.last_hash, self.before_last_hash, \
@@ -658,7 +661,7 @@ class _State:
          self.macs) = saved
         return False
 
-    def _plain_run(self, raws: list[bytes], text: bytes, records: list[Any], want: Collection[int],
+    def _plain_run(self, raws: list[bytes], records: list[Any], want: Collection[int],
                    hashes: dict[int, str]) -> bool:
         """:meth:`block` for a log without MACs, each check done on the whole run by C-level
         maps; only the hash is computed in a loop per record. The same checks: every record
