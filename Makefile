@@ -38,7 +38,7 @@ servers:
 test: $(STAMP) browser servers
 	$(BIN)/ruff check controller drivers simulators floor tests benchmarks
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile  # every core; a file stays on one worker (fixed paths)
 
 quick: $(STAMP)  ## the inner loop: no slow tests, a tenth of the Hypothesis examples, every core
 	HYPOTHESIS_PROFILE=quick $(BIN)/python -m pytest -m 'not slow' -n auto

@@ -511,19 +511,20 @@ class TableEngine:
         card = e.card
         # Every card that left the shoe: accounting and the duplicate check.
         seen = shoe.seen
-        seen[card] += 1
+        times = seen[card] + 1  # (a card's hash is a Python call: taken twice, not thrice)
+        seen[card] = times
         shoe.out_since_return += 1
         if shoe.in_shoe > 0:
             shoe.in_shoe -= 1
         decks = self.decks
-        if seen[card] > decks:
+        if times > decks:
             scope = ("since the discards last went back" if self.profile.shuffler_mode
                      else "in this shoe")
             out.append(self._make(
                 "CARD_DUPLICATE",
-                f"{card} seen {seen[card]} times {scope}; {decks} deck(s) hold "
+                f"{card} seen {times} times {scope}; {decks} deck(s) hold "
                 f"{decks}: a foreign card is in play",
-                card=str(card), seen=seen[card], decks=decks))
+                card=str(card), seen=times, decks=decks))
         screen = self._screen
         if screen is not None:
             finding = screen.card(card)
