@@ -9,8 +9,8 @@ at any moment restarts where its index says, with nothing lost and nothing twice
 
 All the logic is :class:`SqlIndex`, written once in the SQL both databases speak
 (``ON CONFLICT``, ``RETURNING``); a backend supplies only the transport: its connection,
-its transactions, how a batch of records goes in (``executemany`` into SQLite, one
-``unnest`` statement per run into PostgreSQL) and its schema, as versioned plain SQL files
+its transactions, how a batch of records goes in (``executemany`` into SQLite, a
+binary ``COPY`` per run into PostgreSQL) and its schema, as versioned plain SQL files
 (``floor/migrations/<backend>/NNNN_name.sql``, applied in order on open and recorded in
 ``schema_version``).
 """
@@ -296,13 +296,35 @@ class FloorStore(SqlIndex):
             self.db.close()
 
 
+#: A run of records goes in by binary ``COPY``: straight into ``audit_records`` under a
+#: savepoint (the backlog's case: no row there yet), or, when a row is already there (a
+#: redelivery, another floor), into this per-connection scratch table (emptied at every
+#: commit) and on by ``INSERT … SELECT … ON CONFLICT DO NOTHING``: ``COPY`` has no conflict
+#: clause, and the row stored first must stay.
+STAGING_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS audit_staging (seq bigint, hash text, "
+                 "record jsonb) ON COMMIT DELETE ROWS")
+DIRECT_COPY = (b"COPY audit_records (table_id, file, seq, hash, record) FROM STDIN "
+               b"(FORMAT BINARY)")
+STAGING_COPY = b"COPY audit_staging (seq, hash, record) FROM STDIN (FORMAT BINARY)"
+#: ``record`` travels in jsonb's binary form, version byte 1 then the line's own text (no
+#: re-encoding on our side); "bytea" is only the dumper that writes those bytes as they are
+#: (a binary ``COPY`` row carries no types: the column's type reads them)
+DIRECT_TYPES = ["text", "text", "int8", "text", "bytea"]
+STAGING_TYPES = ["int8", "text", "bytea"]
+JSONB_V1 = b"\x01"
+STAGED_INSERT = (b"INSERT INTO audit_records (table_id, file, seq, hash, record) "
+                 b"SELECT %s, %s, seq, hash, record FROM audit_staging ON CONFLICT DO NOTHING")
+
+
 class PostgresStore(SqlIndex):
     """PostgreSQL (psycopg 3): the database floor's index, shared by every floor process.
 
     ``record`` is ``jsonb`` (the issue's schema): the floor folds it back parsed, never
     re-verifies its bytes from the database (the chain is checked before the row is
-    written, and ``hash`` keeps the table's hash of it). A run of records goes in as one
-    ``INSERT … SELECT FROM unnest(arrays)``: one round trip however long the backlog.
+    written, and ``hash`` keeps the table's hash of it). A run of records goes in by one
+    binary ``COPY`` (see :data:`DIRECT_COPY`): the ``unnest`` of text arrays it replaced
+    spent three quarters of a backlog's time escaping the arrays in Python (~15,000 → ~49,000
+    records/s).
     """
 
     backend = "postgresql"
@@ -324,6 +346,7 @@ class PostgresStore(SqlIndex):
                 for m in self._apply_migrations(applied):
                     self.db.execute(m.sql.encode())
                     self._record_migration(m)
+            self.db.execute(STAGING_TABLE)
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the floor's database {redact(url)}: "
                              f"{str(exc).strip()}") from None
@@ -340,12 +363,23 @@ class PostgresStore(SqlIndex):
             yield
 
     def _insert_records(self, pos: FilePosition, rows: list[tuple[int, str, bytes]]) -> None:
-        self.db.execute(
-            "INSERT INTO audit_records (table_id, file, seq, hash, record) "
-            "SELECT %s, %s, s, h, r::jsonb FROM unnest(%s::bigint[], %s::text[], %s::text[]) "
-            "AS t(s, h, r) ON CONFLICT DO NOTHING",
-            (pos.table, pos.file, [r[0] for r in rows], [r[1] for r in rows],
-             [r[2].decode() for r in rows]))
+        import psycopg
+
+        table, file = pos.table, pos.file
+        try:
+            with self.db.transaction(), self.db.cursor() as cur, cur.copy(DIRECT_COPY) as copy:
+                copy.set_types(DIRECT_TYPES)
+                for seq, h, line in rows:
+                    copy.write_row((table, file, seq, h, JSONB_V1 + line))
+            return
+        except psycopg.errors.UniqueViolation:
+            pass  # some of the run is stored already: only the rest goes in
+        with self.db.cursor() as cur:
+            with cur.copy(STAGING_COPY) as copy:
+                copy.set_types(STAGING_TYPES)
+                for seq, h, line in rows:
+                    copy.write_row((seq, h, JSONB_V1 + line))
+            cur.execute(STAGED_INSERT, (table, file))
 
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         import psycopg
