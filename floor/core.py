@@ -15,11 +15,13 @@ records it consumes from the message bus instead of lines read from files.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,7 @@ from floor.alerts import (
     from_deviation,
 )
 from floor.follow import READ_SLICE, Chunk, LogFile, file_size, read_new, scan
-from floor.store import FilePosition, SqlIndex
+from floor.store import FilePosition, RunCommit, SqlIndex
 from floor.tablestate import TableState
 
 log = logging.getLogger(__name__)
@@ -141,6 +143,10 @@ class Floor:
         self._found: dict[str, list[LogFile]] | None = None
         self._last_scan = 0.0
         self.records_ingested = 0
+        #: the runs ingested inside :meth:`pipelined`, waiting for its commit
+        self._group: list[tuple[RunCommit, bool]] | None = None
+        #: tables whose last commit failed: reloaded from the index before the next ingest
+        self._stale: set[str] = set()
         self._skip = frozenset({FLOOR_LOG_ID})
         self._restore()
 
@@ -157,17 +163,46 @@ class Floor:
         for pos in self.store.positions():
             by_table.setdefault(pos.table, []).append(pos)
         for table, positions in by_table.items():
-            positions.sort(key=lambda p: file_order(p.file))
-            watch = self._watch(table)
-            for pos in positions:
-                watch.files[pos.file] = pos
-                if pos.seq and pos.offset:
-                    watch.last_file = pos.file
-            if self.keep_records:
-                for name, line in self.store.records(table, [p.file for p in positions]):
-                    watch.state.feed(orjson.loads(line), name)
+            self._load_table(table, positions)
             for pos in positions:
                 self._check_unchanged(pos)
+
+    def _load_table(self, table: str, positions: list[FilePosition]) -> None:
+        """A table as the index holds it: its files' positions, its state refolded."""
+        positions.sort(key=lambda p: file_order(p.file))
+        watch = self.tables[table] = TableWatch(table, TableState(table))
+        for pos in positions:
+            watch.files[pos.file] = pos
+            if pos.seq and pos.offset:
+                watch.last_file = pos.file
+        if self.keep_records:
+            for name, line in self.store.records(table, [p.file for p in positions]):
+                watch.state.feed(orjson.loads(line), name)
+
+    def _resync(self) -> None:
+        """After a commit that failed, the tables it held back to what the index holds: the
+        floor had moved their positions and state past records that are not in the index,
+        and would otherwise skip them (or, over NATS, take their redelivery for a
+        duplicate). Raises while the index cannot be read; nothing is ingested until then."""
+        if not self._stale:
+            return
+        by_table: dict[str, list[FilePosition]] = {t: [] for t in self._stale}
+        for pos in self.store.positions():
+            if pos.table in by_table:
+                by_table[pos.table].append(pos)
+        with self.lock:
+            for table, positions in by_table.items():
+                self._load_table(table, positions)
+        self._stale.clear()
+
+    def _commit_runs(self, runs: list[tuple[RunCommit, bool]]) -> None:
+        try:
+            made = self.store.commit_runs([run for run, _ in runs])
+        except BaseException:
+            if self.keep_records:  # (without records, there is nothing to refold from)
+                self._stale.update(run.pos.table for run, _ in runs)
+            raise
+        self._committed(runs, made)
 
     def _check_unchanged(self, pos: FilePosition) -> None:
         """The bytes the floor read before its restart must still verify to the same head."""
@@ -264,19 +299,20 @@ class Floor:
             self._last_scan = now
         assert self._found is not None
         total = 0
-        for table, files in self._found.items():
-            if self.only is not None and table not in self.only:
-                continue
-            watch = self.tables.get(table)
-            latest = watch.last_file if watch is not None and not full else None
-            for lf in files:
-                if latest is not None and file_order(lf.file) < file_order(latest):
-                    continue  # between listings only the newest file is read
-                while True:
-                    n = self._follow(table, lf)
-                    total += n
-                    if n == 0:
-                        break
+        with self.pipelined():  # one transaction; a run is sent while the next is checked
+            for table, files in self._found.items():
+                if self.only is not None and table not in self.only:
+                    continue
+                watch = self.tables.get(table)
+                latest = watch.last_file if watch is not None and not full else None
+                for lf in files:
+                    if latest is not None and file_order(lf.file) < file_order(latest):
+                        continue  # between listings only the newest file is read
+                    while True:
+                        n = self._follow(table, lf)
+                        total += n
+                        if n == 0:
+                            break
         if now - self._last_silence_check >= 1.0:
             self._last_silence_check = now
             self._check_silence(now)
@@ -299,6 +335,8 @@ class Floor:
     def ingest(self, table: str, chunk: Chunk) -> int:
         """Verify, fold and index one run of whole lines of a table's file."""
         lf = chunk.log
+        if self._group is None:
+            self._resync()
         with self.lock:
             watch = self._watch(table)
             pos = watch.files.get(lf.file)
@@ -353,20 +391,55 @@ class Floor:
                                          FLOOR_RULE, utc_now()))
             watch.files[lf.file] = pos
             signed = self._checkpoints(table, lf.file, records)
-            made = self.store.commit_run(pos, rows if self.keep_records else [], drafts,
-                                         signed)
-            if signed and self.witness_outbox is not None:
-                self.witness_outbox += signed
-            for alert in made:
-                self.alerts[alert.id] = alert
             self.records_ingested += len(records)
-            summary = self.table_summary(table)
-        for alert in made:
-            self.publish({"type": "alert", "alert": alert.to_dict()})
-        if records or made:
-            self.publish({"type": "table", "table": table, "summary": summary,
-                          "seq": state.last_seq})
+            run = RunCommit(dataclasses.replace(pos), rows if self.keep_records else [],
+                            drafts, signed)
+            if self._group is None:
+                self._commit_runs([(run, bool(records))])
+        if self._group is not None:
+            self._group.append((run, bool(records)))
+            self.store.stage(run)  # the database takes it while the next run is checked
         return len(records)
+
+    def _committed(self, runs: list[tuple[RunCommit, bool]], made: list[list[Alert]]
+                   ) -> None:
+        """After the commit: the runs' new alerts and their tables' changes to the live
+        stream, and their checkpoints to the transport's outbox."""
+        events: list[dict[str, Any]] = []
+        with self.lock:
+            for (run, any_records), alerts in zip(runs, made, strict=True):
+                if run.checkpoints and self.witness_outbox is not None:
+                    self.witness_outbox += run.checkpoints
+                for alert in alerts:
+                    self.alerts[alert.id] = alert
+                    events.append({"type": "alert", "alert": alert.to_dict()})
+                if any_records or alerts:
+                    table = run.pos.table
+                    events.append({"type": "table", "table": table,
+                                   "summary": self.table_summary(table),
+                                   "seq": self._watch(table).state.last_seq})
+        for event in events:
+            self.publish(event)
+
+    @contextlib.contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """Within this block, :meth:`ingest` sends each run to the index ahead of its
+        commit (:meth:`~floor.store.SqlIndex.stage`: PostgreSQL takes the rows on the other
+        core while the floor checks the next run) and the block commits them all in one
+        transaction as it ends, then publishes their alerts. A record is in the index only
+        once the block is done: whoever acknowledges records does so after it."""
+        if self._group is not None:
+            yield
+            return
+        self._resync()
+        group: list[tuple[RunCommit, bool]] = []
+        self._group = group
+        try:
+            yield
+        finally:
+            self._group = None
+            if group:
+                self._commit_runs(group)
 
     def _checkpoints(self, table: str, file: str, records: list[dict[str, Any]]
                      ) -> list[Checkpoint]:

@@ -10,7 +10,8 @@ at any moment restarts where its index says, with nothing lost and nothing twice
 All the logic is :class:`SqlIndex`, written once in the SQL both databases speak
 (``ON CONFLICT``, ``RETURNING``); a backend supplies only the transport: its connection,
 its transactions, how a batch of records goes in (``executemany`` into SQLite, a
-binary ``COPY`` per run into PostgreSQL) and its schema, as versioned plain SQL files
+``COPY`` into PostgreSQL, streamed ahead of the commit while the floor checks the next
+run) and its schema, as versioned plain SQL files
 (``floor/migrations/<backend>/NNNN_name.sql``, applied in order on open and recorded in
 ``schema_version``).
 """
@@ -59,6 +60,18 @@ class FilePosition:
     mac: str
     chain: str | None  # the file's first record's ``chain`` field, as JSON text
     broken: str | None = None
+
+
+@dataclass(frozen=True)
+class RunCommit:
+    """One run of a file's records for the index, with what commits with it: the file's
+    new position, the alerts the run made and the checkpoints signed for it. ``pos`` is the
+    run's own copy (the floor reads on while the run waits for its commit)."""
+
+    pos: FilePosition
+    rows: list[tuple[int, str, bytes]]  # (seq, hash, the record's line without its newline)
+    drafts: list[AlertDraft]
+    checkpoints: Sequence[Checkpoint] = ()
 
 
 @dataclass(frozen=True)
@@ -191,22 +204,43 @@ class SqlIndex(ABC):
         """One run of records (seq, hash, line) of one file, its new position, the alerts
         they made and the witness checkpoints signed for it, in one transaction. Returns the
         alerts that are new (not already known)."""
+        return self.commit_runs([RunCommit(pos, rows, drafts, tuple(checkpoints))])[0]
+
+    def commit_runs(self, runs: Sequence[RunCommit]) -> list[list[Alert]]:
+        """Several runs (of any files) in one transaction, each as :meth:`commit_run`; the
+        new alerts of each run, in order. Rows sent ahead by :meth:`stage` are not sent
+        again."""
         with self.lock, self._transaction():
-            if rows:
-                self._insert_records(pos, rows)
-            for cp in checkpoints:
+            self._insert_runs([run for run in runs if run.rows])
+            made = []
+            for run in runs:
+                pos = run.pos
+                for cp in run.checkpoints:
+                    self._run(self.q(
+                        f"INSERT INTO witness_checkpoints ({CHECKPOINT_COLUMNS}) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"),
+                        (cp.table, cp.file, cp.seq, cp.hash, cp.ts, cp.key, cp.sig))
                 self._run(self.q(
-                    f"INSERT INTO witness_checkpoints ({CHECKPOINT_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"),
-                    (cp.table, cp.file, cp.seq, cp.hash, cp.ts, cp.key, cp.sig))
-            self._run(self.q(
-                f"INSERT INTO log_files ({POSITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                'ON CONFLICT (table_id, file) DO UPDATE SET path = excluded.path, '
-                '"offset" = excluded."offset", seq = excluded.seq, hash = excluded.hash, '
-                "mac = excluded.mac, chain = excluded.chain, broken = excluded.broken"),
-                (pos.table, pos.file, pos.path, pos.offset, pos.seq, pos.hash, pos.mac,
-                 pos.chain, pos.broken))
-            return self._insert_alerts(drafts)
+                    f"INSERT INTO log_files ({POSITION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    'ON CONFLICT (table_id, file) DO UPDATE SET path = excluded.path, '
+                    '"offset" = excluded."offset", seq = excluded.seq, hash = excluded.hash, '
+                    "mac = excluded.mac, chain = excluded.chain, broken = excluded.broken"),
+                    (pos.table, pos.file, pos.path, pos.offset, pos.seq, pos.hash, pos.mac,
+                     pos.chain, pos.broken))
+                made.append(self._insert_alerts(run.drafts))
+            return made
+
+    def stage(self, run: RunCommit) -> None:
+        """Send a run's records to the database ahead of its :meth:`commit_runs`, where a
+        backend can take them while the floor checks the next run (PostgreSQL streams them
+        into an open ``COPY``); nothing is committed before ``commit_runs``. Default:
+        nothing (SQLite works in the floor's own thread: there is nothing to overlap)."""
+        return None
+
+    def _insert_runs(self, runs: list[RunCommit]) -> None:
+        for run in runs:
+            self._insert_records(run.pos, run.rows)
 
     def add_alerts(self, drafts: list[AlertDraft]) -> list[Alert]:
         with self.lock, self._transaction():
@@ -296,24 +330,41 @@ class FloorStore(SqlIndex):
             self.db.close()
 
 
-#: A run of records goes in by binary ``COPY``: straight into ``audit_records`` under a
-#: savepoint (the backlog's case: no row there yet), or, when a row is already there (a
-#: redelivery, another floor), into this per-connection scratch table (emptied at every
-#: commit) and on by ``INSERT … SELECT … ON CONFLICT DO NOTHING``: ``COPY`` has no conflict
-#: clause, and the row stored first must stay.
-STAGING_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS audit_staging (seq bigint, hash text, "
-                 "record jsonb) ON COMMIT DELETE ROWS")
-DIRECT_COPY = (b"COPY audit_records (table_id, file, seq, hash, record) FROM STDIN "
-               b"(FORMAT BINARY)")
-STAGING_COPY = b"COPY audit_staging (seq, hash, record) FROM STDIN (FORMAT BINARY)"
-#: ``record`` travels in jsonb's binary form, version byte 1 then the line's own text (no
-#: re-encoding on our side); "bytea" is only the dumper that writes those bytes as they are
-#: (a binary ``COPY`` row carries no types: the column's type reads them)
-DIRECT_TYPES = ["text", "text", "int8", "text", "bytea"]
-STAGING_TYPES = ["int8", "text", "bytea"]
-JSONB_V1 = b"\x01"
+#: Records go in by ``COPY`` (text format: each row's line is the record's own bytes, only
+#: backslashes doubled; no per-value work in Python), straight into ``audit_records`` under
+#: a savepoint (the backlog's case: no row there yet), or, when a row is already there (a
+#: redelivery, another floor), again into this per-connection scratch table (emptied at
+#: every commit) and on by ``INSERT … SELECT … ON CONFLICT DO NOTHING``: ``COPY`` has no
+#: conflict clause, and the row stored first must stay.
+STAGING_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS audit_staging (table_id text, file text, "
+                 "seq bigint, hash text, record jsonb) ON COMMIT DELETE ROWS")
+DIRECT_COPY = b"COPY audit_records (table_id, file, seq, hash, record) FROM STDIN"
+STAGING_COPY = b"COPY audit_staging (table_id, file, seq, hash, record) FROM STDIN"
 STAGED_INSERT = (b"INSERT INTO audit_records (table_id, file, seq, hash, record) "
-                 b"SELECT %s, %s, seq, hash, record FROM audit_staging ON CONFLICT DO NOTHING")
+                 b"SELECT table_id, file, seq, hash, record FROM audit_staging "
+                 b"ON CONFLICT DO NOTHING")
+
+
+def copy_rows(run: RunCommit) -> bytes:
+    """A run's rows in ``COPY``'s text format. A record line is canonical JSON: no tab, no
+    newline, no carriage return in it (inside a string they are escapes), so doubling its
+    backslashes is all the escaping it needs; table ids and file names hold none."""
+    key = f"{run.pos.table}\t{run.pos.file}\t".encode()
+    return b"".join([b"%s%d\t%s\t%s\n" % (key, seq, h.encode(), line)
+                     for seq, h, line in run.rows]).replace(b"\\", b"\\\\")
+
+
+class _Stream:
+    """A group of runs being sent ahead (:meth:`PostgresStore.stage`): its transaction on
+    the stream connection, the ``COPY`` open in it and what that ``COPY`` carries."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.thread = threading.get_ident()
+        self.copy_cm: Any = None  # the open COPY's context manager, and the COPY
+        self.copy: Any = None
+        self.payloads: list[bytes] = []  # what the open COPY carries (to stage again)
+        self.sent: set[int] = set()  # id() of the rows lists sent ahead
 
 
 class PostgresStore(SqlIndex):
@@ -322,9 +373,15 @@ class PostgresStore(SqlIndex):
     ``record`` is ``jsonb`` (the issue's schema): the floor folds it back parsed, never
     re-verifies its bytes from the database (the chain is checked before the row is
     written, and ``hash`` keeps the table's hash of it). A run of records goes in by one
-    binary ``COPY`` (see :data:`DIRECT_COPY`): the ``unnest`` of text arrays it replaced
-    spent three quarters of a backlog's time escaping the arrays in Python (~15,000 → ~49,000
-    records/s).
+    ``COPY`` (see :data:`DIRECT_COPY`): the ``unnest`` of text arrays it replaced spent
+    three quarters of a backlog's time escaping the arrays in Python.
+
+    A group of runs (the floor's :meth:`~floor.core.Floor.pipelined`) is streamed into one
+    ``COPY`` on a connection of its own as each run is checked (:meth:`stage`), so the
+    server parses and indexes run *k* on the other core while the floor checks run *k + 1*;
+    :meth:`commit_runs` ends the ``COPY`` and commits the group, positions and alerts with
+    it. While a thread streams, whatever else it writes joins the group's transaction; other
+    threads (an acknowledgement from the web) write on the main connection as always.
     """
 
     backend = "postgresql"
@@ -336,6 +393,8 @@ class PostgresStore(SqlIndex):
         import psycopg
 
         self.url = url
+        self._stream_db: Any = None  # the connection groups are streamed on (made on use)
+        self._stream: _Stream | None = None
         try:
             self.db = psycopg.connect(url, autocommit=True)
             with self.db.transaction():
@@ -353,33 +412,128 @@ class PostgresStore(SqlIndex):
         self._reader: Any = None
         self._read_lock = threading.Lock()
 
+    def _streaming_here(self) -> _Stream | None:
+        s = self._stream
+        return s if s is not None and s.thread == threading.get_ident() else None
+
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cur = self.db.execute(sql.encode(), params)
+        s = self._streaming_here()
+        if s is not None:
+            self._end_copy(s)  # the statement joins the group's transaction
+        cur = (s.conn if s is not None else self.db).execute(sql.encode(), params)
         return cur.fetchall() if cur.description is not None else []
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
+        if self._streaming_here() is not None:
+            yield  # inside the group's transaction: commit_runs commits it
+            return
         with self.db.transaction():
             yield
 
-    def _insert_records(self, pos: FilePosition, rows: list[tuple[int, str, bytes]]) -> None:
+    # ------------------------------------------------------------------ records in
+
+    def stage(self, run: RunCommit) -> None:
+        if not run.rows:
+            return
         import psycopg
 
-        table, file = pos.table, pos.file
-        try:
-            with self.db.transaction(), self.db.cursor() as cur, cur.copy(DIRECT_COPY) as copy:
-                copy.set_types(DIRECT_TYPES)
-                for seq, h, line in rows:
-                    copy.write_row((table, file, seq, h, JSONB_V1 + line))
+        with self.lock:
+            s = self._streaming_here()
+            if s is None:
+                if self._stream is not None:
+                    raise RuntimeError("the floor's index: two threads stream at once")
+                if self._stream_db is None or self._stream_db.closed:
+                    self._stream_db = psycopg.connect(self.url, autocommit=True)
+                    self._stream_db.execute(STAGING_TABLE)
+                self._stream_db.execute("BEGIN")
+                s = self._stream = _Stream(self._stream_db)
+            try:
+                self._send(s, copy_rows(run))
+            except BaseException:
+                self._abort(s)
+                raise
+            s.sent.add(id(run.rows))
+
+    def commit_runs(self, runs: Sequence[RunCommit]) -> list[list[Alert]]:
+        with self.lock:
+            s = self._streaming_here()
+            if s is None:
+                return super().commit_runs(runs)
+            try:
+                made = super().commit_runs(runs)
+                self._end_copy(s)
+                s.conn.execute("COMMIT")
+            except BaseException:
+                self._abort(s)
+                raise
+            self._stream = None
+            return made
+
+    def _insert_runs(self, runs: list[RunCommit]) -> None:
+        s = self._streaming_here()
+        if s is not None:
+            rest = [run for run in runs if id(run.rows) not in s.sent]
+            if rest:
+                self._send(s, b"".join(copy_rows(run) for run in rest))
+            self._end_copy(s)
             return
+        if runs:  # not sent ahead: one COPY now, in the transaction commit_runs opened
+            s = _Stream(self.db)
+            try:
+                self._send(s, b"".join(copy_rows(run) for run in runs))
+                self._end_copy(s)
+            except BaseException:
+                self._abort(s)  # the COPY ended; commit_runs' transaction rolls back
+                raise
+
+    def _send(self, s: _Stream, payload: bytes) -> None:
+        if s.copy is None:
+            s.conn.execute("SAVEPOINT audit_copy")
+            s.copy_cm = s.conn.cursor().copy(DIRECT_COPY)
+            s.copy = s.copy_cm.__enter__()
+        s.copy.write(payload)
+        s.payloads.append(payload)
+
+    def _end_copy(self, s: _Stream) -> None:
+        """The open ``COPY`` done: its rows are in the transaction (not committed). When a
+        row was there already, the savepoint goes back and the same rows go in through the
+        scratch table, the stored ones left as they are."""
+        import psycopg
+
+        if s.copy is None:
+            return
+        cm, s.copy, s.copy_cm = s.copy_cm, None, None
+        payloads, s.payloads = s.payloads, []
+        try:
+            cm.__exit__(None, None, None)
         except psycopg.errors.UniqueViolation:
-            pass  # some of the run is stored already: only the rest goes in
-        with self.db.cursor() as cur:
-            with cur.copy(STAGING_COPY) as copy:
-                copy.set_types(STAGING_TYPES)
-                for seq, h, line in rows:
-                    copy.write_row((seq, h, JSONB_V1 + line))
-            cur.execute(STAGED_INSERT, (table, file))
+            s.conn.execute("ROLLBACK TO SAVEPOINT audit_copy")
+            with s.conn.cursor() as cur:
+                with cur.copy(STAGING_COPY) as copy:
+                    for payload in payloads:
+                        copy.write(payload)
+                cur.execute(STAGED_INSERT)
+        s.conn.execute("RELEASE SAVEPOINT audit_copy")
+
+    def _abort(self, s: _Stream) -> None:
+        """A failed group: nothing of it stays (its transaction rolled back, or the
+        connection dropped for a new one at the next group)."""
+        import psycopg
+
+        if self._stream is s:
+            self._stream = None
+        try:
+            if s.copy is not None:
+                s.copy_cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+            s.copy = s.copy_cm = None
+            if s.conn is not self.db:
+                s.conn.execute("ROLLBACK")
+        except psycopg.Error:
+            s.conn.close()
+
+    def _insert_records(self, pos: FilePosition, rows: list[tuple[int, str, bytes]]) -> None:
+        self._insert_runs([RunCommit(pos, rows, [])])
 
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         import psycopg
@@ -392,6 +546,8 @@ class PostgresStore(SqlIndex):
     def close(self) -> None:
         with self.lock:
             self.db.close()
+            if self._stream_db is not None:
+                self._stream_db.close()
         with self._read_lock:
             if self._reader is not None:
                 self._reader.close()

@@ -74,6 +74,42 @@ def test_a_log_followed_in_pieces_gives_every_record_once_and_every_deviation_an
     assert summary["open_alerts"] == len(expected) and summary["worst"] == "critical"
 
 
+def test_a_commit_that_fails_loses_nothing_the_floor_had_taken(day_log: Path,
+                                                                tmp_path: Path) -> None:
+    """The floor moves a file's position and its table's state before the commit; when the
+    commit fails, both go back to what the index holds, and the records are taken again."""
+    source = day_log.read_bytes()
+    target = tmp_path / "logs" / "BP-01" / day_log.name
+    floor = open_floor([tmp_path / "logs"], tmp_path / "floor")
+    real = floor.store.commit_runs
+    fail = {1, 2}  # the second and third pieces' first commits fail
+    at = [0]  # the piece being taken
+
+    def flaky(runs):  # type: ignore[no-untyped-def]
+        if at[0] in fail:
+            fail.discard(at[0])
+            raise RuntimeError("the database went away")
+        return real(runs)
+
+    floor.store.commit_runs = flaky  # type: ignore[method-assign]
+    for number, piece in enumerate(grow(source, target, [1000, 50_000, 120_000])):
+        at[0] = number
+        append(target, piece)
+        try:
+            drain(floor)
+        except RuntimeError:
+            drain(floor)  # the next poll takes the same records again
+    assert not fail
+    assert floor.store.stats()["records"] == source.count(b"\n")
+    expected = [d for d in deviations_in(day_log) if d[2] in ("warning", "critical")]
+    assert _alert_keys(floor) == sorted(expected)
+    one_go = open_floor([tmp_path / "logs"], tmp_path / "other")
+    drain(one_go)
+    a, b = floor.tables["BP-01"].state, one_go.tables["BP-01"].state
+    assert (a.state, a.shoe, a.round, a.day_cards, a.last_seq, len(a.rounds), a.records) == \
+        (b.state, b.shoe, b.round, b.day_cards, b.last_seq, len(b.rounds), b.records)
+
+
 def test_a_line_being_written_waits_for_its_newline(day_log: Path, tmp_path: Path) -> None:
     lines = day_log.read_bytes().splitlines(keepends=True)
     target = tmp_path / "logs" / "BP-01" / day_log.name

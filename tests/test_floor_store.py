@@ -9,7 +9,14 @@ import psycopg
 import pytest
 
 from floor.alerts import AlertDraft
-from floor.store import FilePosition, FloorStore, PostgresStore, migrations, open_store
+from floor.store import (
+    FilePosition,
+    FloorStore,
+    PostgresStore,
+    RunCommit,
+    migrations,
+    open_store,
+)
 from tests.servers import PostgresServer
 
 
@@ -62,4 +69,66 @@ def test_a_run_committed_twice_is_stored_once_and_the_first_version_stays(
     lines = [line for _, line in store.records("BJ-01")]
     assert [b"h2" in line for line in lines] == [False, True] and b"hX" not in lines[1]
     assert [p.offset for p in store.positions()] == [10]
+    store.close()
+
+
+def _count(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM audit_records").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_runs_sent_ahead_are_invisible_until_their_group_commits_and_a_stored_row_stays(
+        pg_server: PostgresServer) -> None:
+    url = pg_server.new_database()
+    store = PostgresStore(url)
+    day = "BJ-01-2026-11-21.jsonl"
+    store.commit_run(FilePosition("BJ-01", day, "/x", 10, 2, "h2", "", None),
+                     [(1, "h1", b'{"seq":1,"hash":"h1"}'), (2, "h2", b'{"seq":2,"hash":"h2"}')],
+                     [])
+    # a backslash, an escaped quote, a \u escape and a non-ASCII letter: the COPY's text
+    # format must carry the line's bytes as they are
+    odd = rb'{"hash":"g1","note":"a\\b \"q\" \u00e9 \xc3\xa9","seq":1}'.replace(
+        rb"\xc3\xa9", "é".encode())
+    other = RunCommit(FilePosition("PB-02", "PB-02-2026-11-21.jsonl", "/y", 5, 1, "g1", "",
+                                   None), [(1, "g1", odd)], [])
+    again = RunCommit(FilePosition("BJ-01", day, "/x", 20, 3, "h3", "", None),
+                      [(2, "hX", b'{"seq":2,"hash":"hX"}'), (3, "h3", b'{"seq":3,"hash":"h3"}')],
+                      [AlertDraft("BJ-01", day, 3, "X", "warning", "m", "r", "t")])
+    store.stage(other)
+    store.stage(again)
+    assert _count(url) == 2  # sent, not committed: no other connection sees them
+    made = store.commit_runs([other, again])
+    assert [len(m) for m in made] == [0, 1]
+    assert _count(url) == 4
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT seq, hash FROM audit_records WHERE table_id = 'BJ-01' "
+                            "ORDER BY seq").fetchall()
+        note = conn.execute("SELECT record->>'note' FROM audit_records "
+                            "WHERE table_id = 'PB-02'").fetchone()
+    assert rows == [(1, "h1"), (2, "h2"), (3, "h3")]
+    assert note == ('a\\b "q" é é',)
+    assert {p.file: p.offset for p in store.positions()} == {day: 20,
+                                                             "PB-02-2026-11-21.jsonl": 5}
+    store.close()
+
+
+def test_a_group_that_fails_leaves_nothing_and_the_next_one_goes_in(
+        pg_server: PostgresServer) -> None:
+    url = pg_server.new_database()
+    store = PostgresStore(url)
+    day = "BJ-01-2026-11-21.jsonl"
+    good = RunCommit(FilePosition("BJ-01", day, "/x", 10, 1, "h1", "", None),
+                     [(1, "h1", b'{"seq":1,"hash":"h1"}')], [])
+    bad = RunCommit(FilePosition("BJ-01", day, None, 20, 2, "h2", "", None),  # type: ignore[arg-type]
+                    [(2, "h2", b'{"seq":2,"hash":"h2"}')], [])  # path NOT NULL: refused
+    store.stage(good)
+    store.stage(bad)
+    with pytest.raises(psycopg.errors.NotNullViolation):
+        store.commit_runs([good, bad])
+    assert _count(url) == 0 and store.positions() == []
+    store.stage(good)
+    store.commit_runs([good])
+    assert _count(url) == 1 and [p.seq for p in store.positions()] == [1]
     store.close()
