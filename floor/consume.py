@@ -107,42 +107,54 @@ class NatsConsumer:
                 await nc.close()
 
     async def _take(self, msgs: list[Any]) -> None:
-        """One batch: runs of consecutive records of one file ingested (committed), then
-        acknowledged; a run that fails is not acknowledged, nor anything after it."""
+        """One batch: its runs of consecutive records of one file ingested as one group
+        (:meth:`Floor.pipelined`: sent to the database as they are checked, committed
+        together), then acknowledged; when the commit fails, nothing of the batch is
+        acknowledged: it all goes back to the stream."""
         run: list[Any] = []
         key: tuple[str, str] | None = None
-        pending = list(msgs)
+        settled: list[tuple[list[Any], list[Any]]] = []  # each run's (to ack, to hold back)
+        done: set[int] = set()  # id() of the messages answered
         try:
-            for msg in msgs:
-                parsed = parse_msg_id((msg.headers or {}).get("Nats-Msg-Id", ""))
-                if parsed is None:  # not a record the forwarder sent: nothing to index
-                    log.warning("floor: NATS: a message on %s without a table:file:seq id",
-                                msg.subject)
-                    await msg.term()
-                    pending.remove(msg)
-                    continue
-                table, file, _ = parsed
-                if key is not None and key != (table, file):
-                    await self._commit(key, run)
-                    for m in run:
-                        pending.remove(m)
-                    run = []
-                key = (table, file)
-                run.append(msg)
-            if key is not None and run:
-                await self._commit(key, run)
-                for m in run:
-                    pending.remove(m)
+            with self.floor.pipelined():
+                for msg in msgs:
+                    parsed = parse_msg_id((msg.headers or {}).get("Nats-Msg-Id", ""))
+                    if parsed is None:  # not a record the forwarder sent: nothing to index
+                        log.warning("floor: NATS: a message on %s without a table:file:seq "
+                                    "id", msg.subject)
+                        await msg.term()
+                        done.add(id(msg))
+                        continue
+                    table, file, _ = parsed
+                    if key is not None and key != (table, file):
+                        settled.append(self._commit(key, run))
+                        run = []
+                    key = (table, file)
+                    run.append(msg)
+                if key is not None and run:
+                    settled.append(self._commit(key, run))
+            # committed: now, and only now, acknowledged
+            for take, held in settled:
+                for msg in take:
+                    await msg.ack()
+                    done.add(id(msg))
+                for msg in held:
+                    self.held += 1
+                    await msg.nak(delay=HOLD_BACK)
+                    done.add(id(msg))
         finally:
-            for m in pending:  # back to the stream at once, in order, for the next fetch
-                with contextlib.suppress(Exception):
-                    await m.nak()
+            for m in msgs:  # back to the stream at once, in order, for the next fetch
+                if id(m) not in done:
+                    with contextlib.suppress(Exception):
+                        await m.nak()
+        await self._publish_checkpoints()
 
-    async def _commit(self, key: tuple[str, str], msgs: list[Any]) -> None:
-        """One run of a file's records: those that continue the file's committed head are
-        ingested (one transaction) then acknowledged; those already committed are
-        acknowledged; a record that comes before the one it follows (a killed floor's batch
-        not yet delivered again) is held back, with everything after it."""
+    def _commit(self, key: tuple[str, str], msgs: list[Any]) -> tuple[list[Any], list[Any]]:
+        """One run of a file's records: those that continue the file's head are ingested
+        (into the batch's group), and are to be acknowledged once it is committed, with
+        those committed already; a record that comes before the one it follows (a killed
+        floor's batch not yet delivered again) is to be held back, with everything after
+        it. Returns (to acknowledge, to hold back)."""
         table, file = key
         floor = self.floor
         with floor.lock:
@@ -179,14 +191,9 @@ class NatsConsumer:
                 raise ValueError(f"table {table}: {file!r} is not a log file name")
             chunk = Chunk(LogFile(table, name, Path(file)), offset,
                           offset + sum(len(x) for x in lines), lines)
-            floor.ingest(table, chunk)  # verified, folded, committed: then acknowledged
+            floor.ingest(table, chunk)  # verified and folded; committed with the batch
             self.received += len(lines)
-        for msg in take:
-            await msg.ack()
-        for msg in held:
-            self.held += 1
-            await msg.nak(delay=HOLD_BACK)
-        await self._publish_checkpoints()
+        return take, held
 
     async def _publish_checkpoints(self) -> None:
         """The checkpoints the floor signed (already committed to its store) onto

@@ -366,8 +366,9 @@ class Floor:
                     FLOOR_RULE, utc_now()))
             rows = []
             state = watch.state
+            feed, file = state.feed, lf.file  # (per record: a backlog is ~10^5 of them)
             for raw, record in zip(good, records, strict=True):
-                row = state.feed(record, lf.file)
+                row = feed(record, file)
                 if row is not None:
                     draft = from_deviation(table, row)
                     if draft is not None:
