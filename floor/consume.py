@@ -43,6 +43,8 @@ BATCH = 1000
 ACK_WAIT = 5
 #: a record that arrives before the one it follows goes back to the stream for this long
 HOLD_BACK = 0.5
+#: how long a batch fetch may wait for more once the waiting records ran out (seconds)
+BUSY_WAIT = 0.02
 
 
 class NatsConsumer:
@@ -80,6 +82,7 @@ class NatsConsumer:
 
         nc = None
         sub = None
+        busy = False
         while not self._stop.is_set():
             try:
                 if nc is None:
@@ -93,10 +96,18 @@ class NatsConsumer:
                                               ack_wait=ACK_WAIT,
                                               max_ack_pending=20_000))
                 assert sub is not None
+                # nats-py's fetch of a batch, once it has to wait, waits for the whole batch
+                # (or its timeout) after the first message: a record arriving on a quiet
+                # stream would sit there up to the timeout. So: a batch only while records
+                # are waiting (taken at once; a short wait when they just ran out), and on
+                # a quiet stream one record, handed over the moment it arrives.
                 try:
-                    msgs = await sub.fetch(self.batch, timeout=0.5)
+                    msgs = await (sub.fetch(self.batch, timeout=BUSY_WAIT) if busy
+                                  else sub.fetch(1, timeout=0.5))
                 except TimeoutError:
+                    busy = False
                     continue
+                busy = True
                 await self._take(msgs)
             except Exception as exc:
                 self.failures += 1
