@@ -47,7 +47,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check controller drivers simulators floor tests benchmarks
 	$(BIN)/mypy
 
-bench: $(STAMP)  ## print speed and memory figures
+bench: $(STAMP) servers  ## print speed and memory figures
 	$(BIN)/python benchmarks/run.py
 	$(BIN)/python benchmarks/audit_bench.py
 	$(BIN)/python benchmarks/device_bench.py
@@ -55,6 +55,7 @@ bench: $(STAMP)  ## print speed and memory figures
 	$(BIN)/python benchmarks/paths.py
 	$(BIN)/python benchmarks/shuffle_screen.py
 	$(BIN)/python benchmarks/floor_bench.py
+	$(BIN)/python benchmarks/floor_nats_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

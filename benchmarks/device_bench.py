@@ -38,12 +38,13 @@ import tempfile
 import threading
 import time
 import tty
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from controller.app.bench import BenchOptions, run_bench
 from controller.app.runtime import TableRuntime
-from controller.audit import AuditLog
+from controller.audit import AuditLog, open_table_log
 from controller.events import parse_event
 from controller.profiles import load_profile
 from controller.session import TableSession
@@ -170,7 +171,12 @@ def fsync_floor(directory: Path, n: int) -> list[float]:
 # --------------------------------------------------------------------------- card latency
 
 
-def card_latency(directory: Path, shoes: int, min_cards: int) -> tuple[list[float], int]:
+def card_latency(directory: Path, shoes: int, min_cards: int,
+                 on_log: Callable[[Path], None] | None = None, table: str = "T1"
+                 ) -> tuple[list[float], int]:
+    """``on_log``: the log goes in the layout ``bench --log`` writes
+    (``directory/logs/<table>/<table>-<date>.jsonl``) and is handed to it once open (the
+    NATS bench starts the table's forwarder on it there)."""
     profile = load_profile(PROFILE)
     steps = table_day(profile, 11, DayPlan(shoes=shoes))
     cards = [s.event["card"] for s in steps if s.event["type"] == "card"]
@@ -189,7 +195,11 @@ def card_latency(directory: Path, shoes: int, min_cards: int) -> tuple[list[floa
         "kind": ident.kind, "model": ident.model, "serial": ident.serial,
         "firmware": ident.firmware, "firmware_hash": ident.firmware_hash}]})
     driver = create_driver("shoe", {"driver": "swp-shoe", "port": port}, allowlist=allow)
-    log = AuditLog.open(directory / "latency.jsonl", durability="input")
+    if on_log is None:
+        log = AuditLog.open(directory / "latency.jsonl", durability="input")
+    else:
+        log = open_table_log(directory / "logs", table, durability="input")
+        on_log(Path(log.writer.name))
     durable: list[float] = []
     synced: list[float] = []  # the card's own fsync, to take out of its software time
     plain_input = log.input_event
@@ -213,7 +223,7 @@ def card_latency(directory: Path, shoes: int, min_cards: int) -> tuple[list[floa
 
     log.input_event = timed_input  # type: ignore[method-assign]
     session = TableSession(profile, log, {"command": "device_bench"})
-    session.start("T1")
+    session.start(table)
     fed = threading.Semaphore(0)
     connected = threading.Event()
 

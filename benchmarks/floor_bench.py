@@ -5,8 +5,8 @@ Prints:
   ``--tables`` tables, each a correct table day per profile written by the real session
   into the layout ``bench`` writes; the floor verifies every chain, folds every record,
   raises the alerts and indexes every record in SQLite (target ≥ 50,000 records/s); and
-  the same into PostgreSQL (a private server of ``tests/servers.py``; target ≥ 50,000
-  records/s); and the same without indexing the records (the dealer display's mode);
+  the same without indexing the records (the dealer display's mode); the same into
+  PostgreSQL is in ``floor_nats_bench.py``, with the other database floor figures;
 - the dealer display's cost to its table: per-event time of a table day (session and log,
   fsync per input) with and without its display following the log in the same process;
 - alert latency: ``--live-tables`` benches (simulated devices, several with dealer
@@ -40,7 +40,7 @@ from controller.profiles import load_profile, profile_names
 from controller.session import TableSession
 from floor.core import Floor, parse_ts
 from floor.serve import ServerThread
-from floor.store import FloorStore, PostgresStore, SqlIndex
+from floor.store import FloorStore, SqlIndex
 from floor.web import floor_app
 from simulators.dealer import DayPlan, table_day
 
@@ -194,16 +194,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"floor catch-up (verify, fold, alerts, SQLite index): {n:,} records in "
               f"{s:.2f} s = {rate:,.0f} records/s (target >= 50,000: "
               f"{'OK' if rate >= 50_000 else 'MISSED'})")
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        from tests.servers import postgres  # the tests' private server, from its binary
-
-        with postgres() as pg:
-            n3, s3 = catch_up(work / "day", work, keep_records=True,
-                              store=PostgresStore(pg.new_database()))
-        rate3 = n3 / s3
-        print(f"floor catch-up into PostgreSQL (private server, fsync off; binary COPY): "
-              f"{n3:,} records in {s3:.2f} s = {rate3:,.0f} records/s (target >= 50,000: "
-              f"{'OK' if rate3 >= 50_000 else 'MISSED'})")
         n2, s2 = catch_up(work / "day", work, keep_records=False)
         print(f"floor catch-up without indexing records (dealer display): {n2 / s2:,.0f} "
               "records/s")

@@ -20,6 +20,10 @@ pytestmark = pytest.mark.slow
                         "--keyed-records", "2000"], "replay: "),
     ("run.py", ["--repeat", "1"], "peak RSS"),
     ("device_bench.py", ["--cards", "2000", "--shoes", "1"], "bench throughput"),
+    ("floor_nats_bench.py", ["--tables", "3", "--repeat", "1", "--live-tables", "3",
+                             "--publishers", "2", "--pace", "0.005", "--events", "40",
+                             "--cards", "200", "--ab-rounds", "1"],
+     "card latency without / with the forwarder"),
 ])
 def test_a_benchmark_runs_to_its_summary(script: str, args: list[str], last: str,
                                          tmp_path: Path) -> None:

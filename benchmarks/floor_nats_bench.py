@@ -1,0 +1,391 @@
+"""The database floor's figures (``make bench``; not a timed test): NATS JetStream and
+PostgreSQL, on private servers started as the tests start them (``tests/servers.py``:
+Debian's ``nats-server -js`` and a PostgreSQL cluster in a temp dir, fsync off, run as an
+unprivileged user when this runs as root).
+
+Prints:
+
+- **backlog into PostgreSQL** (target ≥ 50,000 records/s): a day of ``--tables`` tables'
+  logs, written by the real session, taken by a fresh floor that verifies every chain,
+  folds every record, raises the alerts and commits every record to ``audit_records``:
+  (a) from the log files (``floor --logs DIR --db postgresql://…``: the shared path past
+  the transport, ``Floor.ingest``, alone), the best of ``--repeat`` runs (the machine is
+  shared: the others' load only ever slows a run down); (b) from the stream (``floor
+  --nats``): the same day published first by the real forwarder, then drained by the
+  floor's durable consumer, acknowledging each record after its commit;
+- **alert latency over NATS** (target p99 ≤ 250 ms): ``--live-tables`` simulated tables
+  publishing at once. Each is a lightweight table, not a full bench (2 cores): a thread
+  feeding a Banco Punto day with three dealer mistakes (``config/examples/``) to the real
+  session at ``--pace`` seconds an event, writing its real log (fsync per input), with the
+  real forwarder (``forwarder_for_log``, as ``bench --publish`` starts it) publishing it;
+  the tables are spread over ``--publishers`` processes and start staggered. The floor is
+  ``shoewarden floor --nats … --db postgresql://…`` in a process of its own; for every
+  alert, the time from the deviation record's ``ts`` (the table's writer, before its
+  fsync) to the alert arriving at a client of the floor's ``/api/events``: p50, p99, max;
+- **publish overhead on card latency** (target ≤ 0.1 ms p99 added): the card latency of
+  ``benchmarks/device_bench.py`` (simulator's last byte of a card frame on the pty → the
+  card's record fsynced), measured with and without the table's forwarder publishing its
+  log to NATS in the same process, alternated in the same run (``--ab-rounds`` of each).
+
+Usage: ``python benchmarks/floor_nats_bench.py [--tables N] [--live-tables N]
+[--publishers N] [--pace S] [--cards N] [--ab-rounds N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tests.servers: the private servers the tests use
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from controller.audit import open_table_log  # noqa: E402
+from controller.events import parse_event  # noqa: E402
+from controller.profiles import load_profile  # noqa: E402
+from controller.session import TableSession  # noqa: E402
+from floor.core import Floor, parse_ts  # noqa: E402
+from floor.forward import Connection, Forwarder, finish, forwarder_for_log  # noqa: E402
+from floor.store import PostgresStore  # noqa: E402
+from tests.servers import free_port, nats, postgres  # noqa: E402
+
+MISTAKES = ROOT / "config" / "examples" / "gr-banco-punto-mistakes.jsonl"
+TARGET_RATE = 50_000
+TARGET_LATENCY_MS = 250.0
+TARGET_ADDED_MS = 0.1
+
+
+def pctl(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+# --------------------------------------------------------------------------- backlog
+
+
+def backlog_from_files(day: Path, work: Path, url: str) -> tuple[int, float]:
+    import floor_bench
+
+    return floor_bench.catch_up(day, work, keep_records=True, store=PostgresStore(url))
+
+
+def backlog_from_stream(day: Path, work: Path, url: str, nats_url: str, total: int
+                        ) -> tuple[int, float, float]:
+    """(records, seconds to drain, seconds the forwarder took to publish them)."""
+    from floor.consume import NatsConsumer
+
+    conn = Connection([nats_url])
+    fwd = Forwarder([day], conn, stop_when_done=True)
+    t0 = time.perf_counter()
+    fwd.run()
+    published = time.perf_counter() - t0
+    if fwd.error is not None or fwd.published != total:
+        raise SystemExit(f"floor NATS bench: the forwarder published {fwd.published} of "
+                         f"{total} records ({fwd.error})")
+    floor = Floor([], PostgresStore(url), audit_dir=work / "nats-floorlog",
+                  files_on_disk=False, silent_after=float("inf"))
+    consumer = NatsConsumer(floor, conn)
+    t0 = time.perf_counter()
+    consumer.start()
+    deadline = time.monotonic() + 600
+    while consumer.received < total and time.monotonic() < deadline:
+        time.sleep(0.01)
+    elapsed = time.perf_counter() - t0
+    consumer.stop()
+    stored = floor.store.stats()["records"]
+    floor.store.close()
+    if stored != total:
+        raise SystemExit(f"floor NATS bench: {stored} of {total} records in PostgreSQL")
+    return consumer.received, elapsed, published
+
+
+# --------------------------------------------------------------------------- alert latency
+
+
+def mistakes_day(n: int) -> list[Any]:
+    """The first ``n`` events of the Banco Punto day with dealer mistakes."""
+    lines = [line for line in MISTAKES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [parse_event(json.loads(line)) for line in lines[:n]]
+
+
+def alerts_in(events: list[Any]) -> int:
+    """How many alerts the floor raises for these events (warning and critical
+    deviations), by the real session."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = open_table_log(Path(tmp), "X", durability="none")
+        session = TableSession(load_profile("gr-banco-punto"), log, {})
+        session.start("X")
+        for event in events:
+            session.feed(event)
+        session.close()
+        return sum(1 for line in next(Path(tmp).glob("X/*.jsonl")).read_bytes().splitlines()
+                   if b'"type":"deviation"' in line and (b'"severity":"warning"' in line
+                                                        or b'"severity":"critical"' in line))
+
+
+def publisher_child(spec: dict[str, Any]) -> None:
+    """Lightweight tables in this process: each a thread feeding the mistakes day to the
+    real session (its real log, fsync per input) and the real forwarder publishing it."""
+    events = mistakes_day(spec["events"])
+    profile = load_profile("gr-banco-punto")
+    conn = Connection([spec["nats"]])
+    root = Path(spec["root"])
+    failures: list[str] = []
+
+    def table(name: str, delay: float) -> None:
+        time.sleep(delay)
+        log = open_table_log(root / name, name, durability="input")  # its own machine's
+        session = TableSession(profile, log, {"durability": "input"})
+        session.start(name)
+        fwd = forwarder_for_log(log.writer.name, conn)
+        for event in events:
+            session.feed(event)
+            time.sleep(spec["pace"])
+        session.close()
+        line = finish(fwd, 30)
+        if fwd.alive_after_stop():
+            failures.append(f"{name}: {line}")
+
+    threads = [threading.Thread(target=table, args=(name, delay))
+               for name, delay in spec["tables"]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(json.dumps(failures), flush=True)
+
+
+def alert_latency(n: int, publishers: int, pace: float, events: int, work: Path,
+                  nats_url: str, db: str) -> tuple[list[float], list[str]]:
+    port = free_port()
+    floor_out = open(work / "floor.out", "w")  # noqa: SIM115 - closed with the run
+    floor = subprocess.Popen(
+        [sys.executable, "-m", "controller", "floor", "--nats", nats_url, "--db", db,
+         "--http", f"127.0.0.1:{port}", "--log", str(work / "floorlog"),
+         "--silent-after", "3600"], stdout=floor_out, stderr=subprocess.STDOUT)
+    got: list[tuple[float, dict[str, Any]]] = []
+    stop = threading.Event()
+    ready = threading.Event()
+
+    def listen() -> None:
+        for _ in range(200):  # until the floor serves
+            try:
+                with httpx.stream("GET", f"http://127.0.0.1:{port}/api/events",
+                                  timeout=None) as r:
+                    ready.set()
+                    event = None
+                    for line in r.iter_lines():
+                        if line.startswith("event: "):
+                            event = line[7:]
+                        elif line.startswith("data: ") and event == "alert":
+                            got.append((time.time(), orjson.loads(line[6:])["alert"]))
+                        if stop.is_set():
+                            return
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+
+    threading.Thread(target=listen, daemon=True).start()
+    if not ready.wait(30):
+        floor.kill()
+        raise SystemExit("floor NATS bench: the floor did not serve /api/events")
+    played = mistakes_day(events)
+    stagger = pace * len(played) / 2 / max(n, 1)  # starts spread over half a table's run
+    names = [(f"S{i + 1:03d}", i * stagger) for i in range(n)]
+    children = []
+    for k in range(publishers):
+        spec = {"nats": nats_url, "root": str(work / "live"), "pace": pace,
+                "events": events, "tables": names[k::publishers]}
+        if not spec["tables"]:
+            continue
+        child = subprocess.Popen([sys.executable, __file__, "--publisher-child"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert child.stdin is not None
+        child.stdin.write(json.dumps(spec) + "\n")
+        child.stdin.close()
+        children.append(child)
+    failures: list[str] = []
+    for child in children:
+        assert child.stdout is not None
+        out = child.stdout.read().strip().splitlines()
+        child.wait()
+        failures += json.loads(out[-1]) if out else [f"a publisher exited {child.returncode}"]
+    expected = alerts_in(played) * n
+    deadline = time.monotonic() + 30
+    while len(got) < expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    floor.terminate()
+    try:
+        floor.wait(15)
+    except subprocess.TimeoutExpired:
+        floor.kill()
+    floor_out.close()
+    latencies = []
+    for received, alert in got:
+        written = parse_ts(alert["ts"])
+        if written is not None:
+            latencies.append((received - written) * 1000)
+    if len(got) != expected:
+        failures.append(f"{len(got)} alerts of {expected} reached the page")
+    return latencies, failures
+
+
+# --------------------------------------------------------------------------- publish overhead
+
+
+#: the A/B's arms: no forwarder; the forwarder as ``--publish`` runs it (a thread of the
+#: table's process); the same forwarder as a process of its own (``shoewarden forward
+#: --follow`` on the table's log directory)
+ARMS = ("off", "thread", "process")
+
+
+def publish_overhead(work: Path, nats_url: str, cards: int, rounds: int
+                     ) -> dict[str, tuple[list[float], list[float]]]:
+    """Card latency (device_bench's measure) per arm, the arms alternated round by round.
+    Per arm: the latencies, and the same without each card's own fsync (device_bench's
+    software time: the disk's noise taken out, the CPU taken from the engine thread left
+    in)."""
+    import device_bench
+
+    out: dict[str, tuple[list[float], list[float]]] = {arm: ([], []) for arm in ARMS}
+    for i in range(rounds):
+        for arm in ARMS:
+            directory = work / f"ab-{arm}-{i}"
+            directory.mkdir()
+            table = f"AB-{arm}-{i}"  # a table of its own: the stream holds the others
+            fwd: list[Any] = []
+
+            def started(log_path: Path, arm: str = arm, into: list[Any] = fwd) -> None:
+                if arm == "thread":
+                    into.append(forwarder_for_log(log_path, Connection([nats_url])))
+                elif arm == "process":
+                    into.append(subprocess.Popen(
+                        [sys.executable, "-m", "controller", "forward", "--logs",
+                         str(log_path.parent.parent), "--publish", nats_url, "--follow"],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+
+            synced = len(device_bench.CARD_SYNC)
+            latency, _ = device_bench.card_latency(directory, 1, cards, on_log=started,
+                                                   table=table)
+            syncs = device_bench.CARD_SYNC[synced:]
+            if arm == "thread":
+                finish(fwd[0], 30)
+                ok = fwd[0].published > 0 and not fwd[0].alive_after_stop()
+            elif arm == "process":
+                time.sleep(0.5)  # the rest of the log out, then stop it as an operator would
+                fwd[0].send_signal(signal.SIGINT)
+                said = fwd[0].communicate(timeout=30)[0]
+                ok = " 0 record(s) published" not in said and "published" in said
+            else:
+                ok = True
+            if not ok:
+                raise SystemExit(f"floor NATS bench: the {arm} forwarder did not publish")
+            out[arm][0].extend(latency)
+            out[arm][1].extend(lat - s for lat, s in zip(latency, syncs, strict=True))
+    return out
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--publisher-child":
+        publisher_child(json.loads(sys.stdin.readline()))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=60,
+                        help="tables in the backlog day (default 60)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of the backlog from the files; the best is the figure "
+                        "(default 3)")
+    parser.add_argument("--live-tables", type=int, default=50,
+                        help="simulated tables publishing at once (default 50)")
+    parser.add_argument("--publishers", type=int, default=5,
+                        help="processes the simulated tables are spread over (default 5)")
+    parser.add_argument("--pace", type=float, default=0.1,
+                        help="seconds between a simulated table's events (default 0.1)")
+    parser.add_argument("--events", type=int, default=120,
+                        help="events each simulated table deals: the first of the day with "
+                        "mistakes, two deviations in its first 30 (default 120)")
+    parser.add_argument("--cards", type=int, default=1000,
+                        help="cards per arm and round of the publish A/B (default 1000)")
+    parser.add_argument("--ab-rounds", type=int, default=4,
+                        help="rounds of each arm of the publish A/B (default 4)")
+    args = parser.parse_args(argv)
+    import floor_bench
+
+    code = 0
+    with tempfile.TemporaryDirectory(prefix="floor-nats-bench-") as tmp, \
+            postgres() as pg, nats(Path(tmp)) as broker:
+        work = Path(tmp)
+        records = floor_bench.write_day(work / "day", args.tables)
+        print(f"floor NATS/PostgreSQL: private nats-server -js and PostgreSQL (fsync off); "
+              f"a day of {args.tables} tables, {records:,} records")
+        runs = [backlog_from_files(work / "day", work / f"files-{i}", pg.new_database())
+                for i in range(args.repeat)]
+        n, s = min(runs, key=lambda r: r[1])
+        rate = n / s
+        print(f"backlog into PostgreSQL from the log files (verify, fold, alerts, COPY "
+              f"streamed, one commit a poll): {n:,} records in {s:.2f} s = {rate:,.0f} "
+              f"records/s, the best of {len(runs)} (all: "
+              f"{', '.join(f'{k / t:,.0f}' for k, t in runs)}; the machine is shared) "
+              f"(target >= {TARGET_RATE:,}: {'OK' if rate >= TARGET_RATE else 'MISSED'})")
+        n2, s2, pub = backlog_from_stream(work / "day", work, pg.new_database(), broker.url,
+                                          records)
+        rate2 = n2 / s2
+        print(f"backlog into PostgreSQL from the stream (floor --nats: fetch, verify, fold, "
+              f"commit, then ack each): {n2:,} records in {s2:.2f} s = {rate2:,.0f} "
+              f"records/s (target >= {TARGET_RATE:,}: "
+              f"{'OK' if rate2 >= TARGET_RATE else 'MISSED'}); the forwarder published them "
+              f"in {pub:.1f} s = {records / pub:,.0f} records/s")
+        latencies, failures = alert_latency(args.live_tables, args.publishers, args.pace,
+                                            args.events, work, broker.url, pg.new_database())
+        if len(latencies) >= 2:
+            p99 = pctl(latencies, 99)
+            print(f"alert latency over NATS, {args.live_tables} simulated tables publishing "
+                  f"(in {args.publishers} processes, an event every {args.pace:g} s each; "
+                  f"{len(latencies)} alerts; deviation written at the table -> alert on the "
+                  f"floor's event stream): p50 {statistics.median(latencies):.0f} ms, p99 "
+                  f"{p99:.0f} ms, max {max(latencies):.0f} ms (target p99 <= "
+                  f"{TARGET_LATENCY_MS:.0f} ms: {'OK' if p99 <= TARGET_LATENCY_MS else 'MISSED'})"
+                  + (f"; {'; '.join(failures)}" if failures else ""))
+        else:
+            print(f"alert latency over NATS: only {len(latencies)} alert(s) seen; "
+                  f"{'; '.join(failures)}")
+            code = 1
+        ab = publish_overhead(work, broker.url, args.cards, args.ab_rounds)
+        (off, off_sw) = ab["off"]
+        for arm, what in (("thread", "with --publish (the forwarder a thread of the "
+                                     "table's process, as built)"),
+                          ("process", "with the forwarder a process of its own (shoewarden "
+                                      "forward --follow)")):
+            on, on_sw = ab[arm]
+            added = (pctl(on, 99) - pctl(off, 99)) * 1e3
+            added_sw = (pctl(on_sw, 99) - pctl(off_sw, 99)) * 1e3
+            print(f"card latency without / {what}: device_bench's measure, same run, "
+                  f"{args.ab_rounds} alternations, {len(off)} / {len(on)} cards: p50 "
+                  f"{statistics.median(off) * 1e3:.3f} / {statistics.median(on) * 1e3:.3f} "
+                  f"ms, p99 {pctl(off, 99) * 1e3:.3f} / {pctl(on, 99) * 1e3:.3f} ms: adds "
+                  f"{added:+.3f} ms at p99 (target <= {TARGET_ADDED_MS} ms: "
+                  f"{'OK' if added <= TARGET_ADDED_MS else 'MISSED'}); without the card's "
+                  f"own fsync p99 {pctl(off_sw, 99) * 1e3:.3f} / "
+                  f"{pctl(on_sw, 99) * 1e3:.3f} ms ({added_sw:+.3f} ms)")
+    return code
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())
