@@ -265,3 +265,75 @@ def test_a_slug_through_big_blackjack_piles_is_caught_within_the_slug() -> None:
                          shapes[(i + 1) % len(shapes)], rng)[0] for i in range(40)]
     assert all(f is not None and f <= 40 for f in found), found
     assert sorted(f or 999 for f in found)[35] <= 32, sorted(f or 999 for f in found)
+
+
+# ----------------------------------------------------------------------------- the batch path
+
+def _day_of_findings(profile_name: str, model: str | None, seed: int, exact: bool
+                     ) -> list[object]:
+    """Three shoes of one profile through one screen: fair, then ``model`` (None: fair)
+    applied to the order it works on, then fair; every finding (None: no alarm)."""
+    profile = load_profile(profile_name)
+    decks = profile.decks.max
+    shapes = shapes_for(profile, seed % 3)
+    rng = random.Random(f"{profile_name}:{model}:{seed}")
+    screen = ShuffleScreen(settings_for(profile), decks, exact=exact)
+    screen.deck_check()
+    out: list[object] = []
+    order = pack(decks)
+    rng.shuffle(order)
+    prev = deal(screen, order, shapes[0], 1)
+    out.append(prev.finding)
+    if model is None:
+        order = pack(decks)
+        rng.shuffle(order)
+    elif MODELS[model][0] == "new-deck":
+        screen.deck_check()
+        order = MODELS[model][1](pack(decks), rng)
+    else:
+        pile = shuffles.collected(prev.piles, prev.unread)
+        order = (shuffles.with_slug(pile, rng, int(model.split()[1]), start=20,
+                                    within=sum(shapes[1])) if model.startswith("slug")
+                 else MODELS[model][1](pile, rng))
+    out.append(deal(screen, order, shapes[1], 2).finding)
+    order = pack(decks)
+    rng.shuffle(order)
+    out.append(deal(screen, order, shapes[2 % len(shapes)], 3).finding)
+    return out
+
+
+@pytest.mark.parametrize("model", [None, "cut only", "2 riffles", "3 riffles",
+                                   "discards cut only", "discards 1 riffle", "slug 20"])
+def test_the_batch_path_decides_as_the_card_by_card_path(model: str | None) -> None:
+    # the engine's path leaves out the work a card does not need and judges in batches;
+    # the reference path judges every card in turn: the same findings (test, value,
+    # card, evidence, the card it was raised at), fair or not, in every profile
+    flagged = 0
+    for name in ("gr-banco-punto", "gr-blackjack", "ru-blackjack", "gr-baccarat-two-tableaux"):
+        for seed in range(3):
+            batch = _day_of_findings(name, model, seed, exact=False)
+            exact = _day_of_findings(name, model, seed, exact=True)
+            assert batch == exact, (name, model, seed)
+            flagged += sum(f is not None for f in batch)
+    assert flagged or model in (None, "discards 1 riffle", "slug 20")
+
+
+def test_a_card_the_pack_does_not_hold_sends_the_shoe_to_the_card_by_card_path() -> None:
+    # a duplicate is skipped by the reference path; the batch path sees it in its counts
+    # and judges the shoe again card by card: the same finding either way
+    cards = shuffles.cut(pack(1), random.Random(2), 20)
+    cards.insert(5, cards[3])  # a second copy of a face in a one-deck pack
+    screens = [_screen_after_check(1, previous_shoe=False) for _ in range(2)]
+    screens[1] = ShuffleScreen(ScreenSettings(previous_shoe=False), 1, exact=True)
+    screens[1].deck_check()
+    got = [_first(s, cards) for s in screens]
+    assert got[0] is not None and got[0] == got[1]
+    assert got[0].position > 6  # the duplicate (card 6) was read before the run crossed
+    fair = pack(1)
+    random.Random(5).shuffle(fair)
+    fair.insert(4, fair[1])
+    screens = [ShuffleScreen(ScreenSettings(previous_shoe=False), 1, exact=e)
+               for e in (False, True)]
+    for s in screens:
+        s.deck_check()
+    assert [_first(s, fair) for s in screens] == [None, None]

@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.cards import Card
-from controller.screening.faces import FACES, LOW, RANK_INDEX, SUIT_OFFSET, Remaining, face_card
+from controller.screening.faces import (
+    FACES,
+    LOW,
+    RANK_INDEX,
+    SUIT_OFFSET,
+    Remaining,
+    face_card,
+)
 from controller.screening.reference import (
     NEW_DECK,
     PREVIOUS_SHOE,
@@ -46,9 +53,9 @@ from controller.screening.sequential import (
 
 RUN, CONTINUATION = "run", "continuation"
 EVIDENCE_CARDS = 60  # the most cards a finding lists
-BATCH = 8  # cards judged together (see ShuffleScreen.card)
-EARLY = 12  # … except the first cards of a shoe, judged one by one: an unshuffled pack
-# is caught at its 8th card and raised there
+FIRST_BATCH = 8  # a shoe's first batch: an unshuffled pack is caught at its 8th card
+BATCH = 16  # then every 16 cards …
+WARM_BATCH = 2  # … or every 2 while a statistic is at least half way to its threshold
 
 _LQ = math.log(RUN_Q)
 _L1Q = math.log(1 - RUN_Q)
@@ -60,6 +67,8 @@ _LP0, _LP1, _LP2 = (math.log(q) for q in PILE_Q)
 _NEIGHBOURS = tuple(((f - 1) % FACES, (f + 1) % FACES) for f in range(FACES))
 _DECK = new_deck_reference()
 _DECK_WINDOW = window_for(_DECK.lag_one_chance())
+assert _DECK_WINDOW == 5, "the batch path looks back over five cards"
+
 
 
 @dataclass(frozen=True)
@@ -125,19 +134,27 @@ class Finding:
 
 
 class ShuffleScreen:
-    """Sequential shuffle screening for one table (see the package docstring)."""
+    """Sequential shuffle screening for one table (see the module docstring).
 
-    def __init__(self, settings: ScreenSettings, decks: int) -> None:
+    ``exact=True`` judges every card by the reference path (:meth:`_judge_exact`, a Python
+    step per card) instead of the batch path (:meth:`_judge_batch`); both decide the same
+    (tests/test_shuffle_screen.py holds them side by side). The screen takes the reference
+    path on its own for the rest of a shoe in which a card the pack does not hold was read.
+    """
+
+    def __init__(self, settings: ScreenSettings, decks: int, *, exact: bool = False) -> None:
         self.settings = settings
+        self._always_exact = exact
         self._piles: list[list[int]] = []  # this shoe's discards, one pile per round
         self._previous: Reference | None = None
         self._deck = _DECK
         self._shoe = 0
         self._active = False
+        self._alarmed = False
         self._faces: list[int] = []
         self._pending: list[Card] = []  # cards not judged yet
         self._ends: list[int] = []  # where in them a round ended (its pile closes there)
-        self._limit = self._batch = BATCH
+        self._limit = BATCH
         self._pile_wanted = settings.enabled and settings.previous_shoe and settings.run_test
         self._set_decks(decks)
 
@@ -179,27 +196,40 @@ class ShuffleScreen:
         self._ends = []
         self._alarmed = False
         self._active = self.settings.enabled
-        self._limit = self._batch = 1  # judge card by card until EARLY cards were read
+        self._limit = FIRST_BATCH
         s = self.settings
         self._deck_run = s.run_test
         self._deck_cont = s.continuation_test
         self._pile = (self._previous if s.previous_shoe and s.run_test else None)
+        self._sides: dict[int, tuple[tuple[int, ...], tuple[int, ...], set[int]]] = {}
+        self._counts = [self.decks] * FACES
+        #: per pile of the discards, the most cards still to come with a face of it or of
+        #: the piles beside it (decks × their cards)
+        self._around: tuple[int, ...] = ()
+        if self._pile is not None:
+            sizes = [0, *map(len, self._pile.piles), 0]
+            d = self.decks
+            self._around = tuple(d * (sizes[j] + sizes[j + 1] + sizes[j + 2])
+                                 for j in range(len(sizes) - 2))
         # per face: the last position at which a card of it continues one of the last
         # _DECK_WINDOW cards (a neighbour of it was dealt within the window)
         self._until = [-FACES * 64] * FACES
-        self._sides: dict[int, tuple[tuple[int, ...], tuple[int, ...], set[int]]] = {}
-        # the statistics, one tuple (loaded and stored once per batch):
-        # counts, total — the cards still to come (per face, and all);
-        # prev — the last card's face;
+        self._exact = False
+        self._value = 0.0  # the continuation test's statistic at its last continuation
+        if self._always_exact:
+            self._begin_exact()
+        # the batch path's statistics, one tuple (loaded and stored once per batch):
+        # counts — the cards still to come, per face, as 16-bit fields of one integer (15
+        # bits of count under a guard bit that only a card the pack does not hold clears);
+        # total — all the cards still to come;
         # w, w_start — new-deck run test (CUSUM) and where its run began;
         # hits, misses, null_log — new-deck continuation test (misses starts at -1: the
         # shoe's first card continues nothing and is not counted);
-        # pw, pw_start — previous-shoe run test; p_narrow, p_piles — the piles the run
-        # through the last card can lie in, narrowed by each of the p_narrow cards that
-        # continued it (0: the last card broke the run); p_from — the position where the
-        # run entered those piles (the cards since are spent from them)
-        self._state = ([self.decks] * FACES, self.decks * FACES, -1, 0.0, 2, 0, -1, 0.0,
-                       0.0, 2, 0, 0, 1)
+        # pw, pw_start — previous-shoe run test; narrow, piles — the piles the run through
+        # the last card can lie in (narrow 0: the last card broke the run; 1: one card in
+        # them; 2: two or more); p_from — the position where the run entered those piles
+        # (the cards since are spent from them)
+        self._state = (self.decks * FACES, 0.0, 2, 0, -1, 0.0, 0.0, 2, 0, 0, 1, 0)
 
     def end_shoe(self) -> Finding | None:
         """The shoe is over (last hand played, cards withdrawn, table closing): the cards
@@ -212,11 +242,13 @@ class ShuffleScreen:
     def card(self, card: Card) -> Finding | None:
         """A card left the shoe (burns included). Returns a finding when a test fires.
 
-        Cards are judged in batches of :data:`BATCH` (and at every round end): one pass
-        with the statistics in local variables costs a fraction of a call per card. A
-        finding names the card where its test crossed the threshold; it is returned with
-        the card that completed the batch, at most ``BATCH - 1`` cards later (the first
-        :data:`EARLY` cards of a shoe are judged one by one)."""
+        A card costs the engine an append: the cards are judged in batches — the first
+        :data:`FIRST_BATCH` cards of a shoe, then every :data:`BATCH` cards, or every
+        :data:`WARM_BATCH` cards while a test's evidence is at least half way to its
+        threshold (a fair shuffle seldom gets there; a bad one crosses a few cards later),
+        and at the shoe's end. A finding names the card where its test crossed the
+        threshold; it is returned with the card that completed the batch
+        (``raised_at``)."""
         pending = self._pending
         pending.append(card)
         if len(pending) >= self._limit:
@@ -231,19 +263,14 @@ class ShuffleScreen:
             ends = self._ends
             if not ends or ends[-1] != len(pending):
                 ends.append(len(pending))
-                self._limit -= 1  # a round's end takes a place in the batch
         elif self._piles and self._piles[-1]:
             self._piles.append([])
 
     def flush(self) -> Finding | None:
-        """Judge the cards dealt since the last batch.
-
-        The common card — one that continues nothing and while no run's evidence is
-        above zero — costs a face lookup, two comparisons and a few stores; the exact
-        chances are computed only for the cards that can change a statistic."""
+        """Judge the cards dealt since the last batch (their faces join this shoe's piles
+        first: the discards the next shoe is held against)."""
         cards = self._pending
         self._pending = []
-        self._limit = self._batch
         piles = self._piles
         if not piles:
             self._ends = []
@@ -265,14 +292,241 @@ class ShuffleScreen:
         else:
             current.extend(faces)
         if not self._active or self._alarmed:
+            self._limit = BATCH
             return None
         shoe_faces = self._faces
         base = len(shoe_faces)
         shoe_faces.extend(faces)
-        if base + len(faces) >= EARLY:
-            self._limit = self._batch = BATCH
+        read = base + len(faces)
+        judge = self._judge_exact if self._exact else self._judge_batch
+        finding = judge(faces, base)
+        if finding is not None:
+            self._alarmed = True
+            return dataclasses.replace(finding, raised_at=read)
+        self._limit = WARM_BATCH if self._warm() else BATCH
+        return None
+
+    def _warm(self) -> bool:
+        """Is a test's evidence at least half way to its threshold (the continuation
+        test: as of its last continuation, an upper bound since)?"""
+        if self._exact:
+            w, pw = self._exact_state[3], self._exact_state[8]
+        else:
+            w, pw = self._state[1], self._state[6]
+        return 2 * max(w, pw) >= self._h_run or 2 * self._value >= self._h_cont
+
+    # ------------------------------------------------------------------ the batch path
+
+    def _judge_batch(self, faces: list[int], base: int) -> Finding | None:
+        """Judge a batch: the statistics, their order and every threshold test of
+        :meth:`_judge_exact`, card by card — the same decisions at the same cards — with
+        the work a card does not need left out (docs/shuffle-screening.md, "Cost"):
+
+        - nothing is kept per card that can be told when it is needed: the cards still to
+          come (the batch's start less the cards since), the card before (the shoe's
+          faces), where the run test's run began (after the last card that was not
+          judged), the continuation test's breaks (the cards that continued nothing, counted
+          at the batch's end);
+        - the discards run test does not price a card that cannot raise its evidence
+          from zero: one that lies in none of the run's piles nor beside them, while its
+          chance of doing so is at least 1 in 10 (its increment ``ln(0.05/chance)`` is
+          then below zero, so the CUSUM stays at zero either way);
+        - a card the pack does not hold is not looked for card by card: the counts of the
+          batch are checked at its end (and before a finding), and such a shoe is judged
+          again by :meth:`_judge_exact`, which skips the card."""
+        (total, w, w_start, hits, misses, null_log, pw, pw_start, narrow, p_piles, p_from,
+         quiet) = self._state
+        counts, until, ln = self._counts, self._until, self._ln
+        count_of = counts.__getitem__
+        shoe_faces = self._faces
+        deck_run, deck_cont = self._deck_run, self._deck_cont
+        h_run, h_cont = self._h_run, self._h_cont
+        ga, gb, gab, lb0 = self._ga, self._gb, self._gab, self._lb0
+        value = self._value
+        pile = self._pile
+        piles_of = pile.piles_of if pile is not None else None
+        pile_ref: Reference = pile if pile is not None else self._deck
+        sides_of = self._sides
+        around = self._around
+        decks = self.decks
+        neighbours = _NEIGHBOURS
+        window = _DECK_WINDOW
+        cand = 0  # cards that continue one of the last five (judged by the continuation test)
+        pos = base
+        for f in faces:
+            pos += 1
+            if until[f] >= pos or w > 0.0:
+                n = total - (pos - base - 1)
+                if deck_run:
+                    if w <= 0.0 and quiet != pos - 1:
+                        w_start = pos  # the card before was not judged: the run starts here
+                    a, b = neighbours[shoe_faces[pos - 2]]
+                    if f in (a, b):
+                        k = counts[a] + counts[b]
+                        if 0 < k < n:
+                            w += _LQ - ln[k] + ln[n]
+                            if w >= h_run:
+                                return self._crossed(self._deck, RUN, w, h_run, w_start, 1, pos)
+                    elif w > 0.0:
+                        k = counts[a] + counts[b]
+                        if 0 < k < n:
+                            w += _L1Q - ln[n - k] + ln[n]
+                            if w <= 0.0:
+                                w = 0.0
+                                w_start = pos + 1
+                    else:
+                        w_start = pos + 1
+                    quiet = pos
+                if deck_cont and until[f] >= pos:
+                    if pos > 5:
+                        g1, g2, g3, g4, g5 = shoe_faces[pos - 6:pos - 1]
+                        near = {*neighbours[g1], *neighbours[g2], *neighbours[g3],
+                                *neighbours[g4], *neighbours[g5]}
+                    else:
+                        near = {x for g in shoe_faces[:pos - 1] for x in neighbours[g]}
+                    k = sum(map(count_of, near))
+                    if 0 < k < n:
+                        hits += 1
+                        null_log += ln[k] - ln[n]
+                        m = misses + pos - base - 1 - cand
+                        value = ga[hits] + gb[m] - gab[hits + m] - lb0 - null_log
+                        if value >= h_cont:
+                            return self._crossed(self._deck, CONTINUATION, value, h_cont, 1,
+                                                 window, pos)
+                    cand += 1
+            if piles_of is not None:
+                mine = piles_of[f]
+                if not narrow:
+                    if mine & p_piles:
+                        p_piles &= mine
+                        narrow = 1
+                    else:
+                        p_piles = mine
+                        p_from = pos
+                elif narrow > 1 or pw > 0.0:
+                    # judged: the card lies in the run's piles and is not one the run
+                    # already took from them (side 1), in a pile beside them (side 2), or
+                    # neither
+                    if pw <= 0.0 and not mine & (p_piles | (p_piles << 1) | (p_piles >> 1)) \
+                            and not p_piles & (p_piles - 1) and \
+                            10 * (total - (pos - base - 1) - around[p_piles.bit_length() - 1]) \
+                            >= total - (pos - base - 1):
+                        # neither, and at least 1 in 10 of the cards still to come lie
+                        # outside the run's pile and the two beside it (they hold at most
+                        # `around` of them): ln(0.05/chance) < 0, the evidence stays at zero
+                        p_piles, narrow, p_from = mine, 0, pos
+                    else:
+                        sides = sides_of.get(p_piles)
+                        if sides is None:
+                            sides = self._sides_of(p_piles)
+                        same, beside, twins = sides
+                        n = total - (pos - base - 1)
+                        if mine & p_piles:
+                            spent = set(shoe_faces[p_from - 1:pos - 1])
+                            if twins:
+                                spent -= twins
+                            side = 0 if f in spent else 1
+                        elif mine & ((p_piles << 1) | (p_piles >> 1)):
+                            side = 2
+                        else:
+                            side = 0
+                            spent = None
+                        if side == 0 and pw <= 0.0 and \
+                                10 * (n - decks * (len(same) + len(beside))) >= n:
+                            # at least 1 in 10 of the cards still to come lie elsewhere:
+                            # ln(0.05/chance) < 0, the evidence stays at zero
+                            p_piles, narrow, p_from = mine, 0, pos
+                        else:
+                            was = pw
+                            if side == 2:
+                                pw += _LP2 - ln[sum(map(count_of, beside))] + ln[n]
+                                p_piles = mine & ((p_piles << 1) | (p_piles >> 1))
+                                narrow = 2
+                                p_from = pos
+                            else:
+                                if spent is None:
+                                    spent = set(shoe_faces[p_from - 1:pos - 1])
+                                    if twins:
+                                        spent -= twins
+                                k = sum(map(count_of, same)) - sum(map(count_of, spent))
+                                if side == 1:
+                                    pw += _LP1 - ln[k] + ln[n]
+                                    p_piles &= mine
+                                    narrow = 2
+                                else:
+                                    k = n - k - sum(map(count_of, beside))
+                                    if k:
+                                        pw += _LP0 - ln[k] + ln[n]
+                                    p_piles, narrow, p_from = mine, 0, pos
+                            if pw <= 0.0:
+                                pw = 0.0
+                            else:
+                                if was <= 0.0:
+                                    pw_start = pos
+                                if pw >= h_run:
+                                    return self._crossed(pile_ref, RUN, pw, h_run, pw_start, 1,
+                                                         pos)
+                elif mine & p_piles:  # one card in the run's piles, no evidence yet
+                    p_piles &= mine
+                    narrow = 2
+                elif mine & ((p_piles << 1) | (p_piles >> 1)):
+                    p_piles = mine & ((p_piles << 1) | (p_piles >> 1))
+                    narrow = 2
+                    p_from = pos
+                else:
+                    p_piles, narrow, p_from = mine, 0, pos
+            a, b = neighbours[f]
+            until[a] = until[b] = pos + window
+            counts[f] -= 1
+        if min(counts) < 0:
+            return self._held_twice()
+        size = len(faces)
+        if deck_run and w <= 0.0 and quiet != pos:
+            w_start = pos + 1
+        self._value = value
+        self._state = (total - size, w, w_start, hits, misses + size - cand, null_log,
+                       pw, pw_start, narrow, p_piles, p_from, quiet)
+        return None
+
+    def _crossed(self, ref: Reference, test: str, value: float, threshold: float,
+                 start: int, window: int, pos: int) -> Finding | None:
+        """A test of the batch path crossed its threshold at card ``pos``: the finding,
+        unless a card the pack does not hold came before it (then the shoe is judged
+        again by the reference path)."""
+        if min(self._counts) < 0:
+            return self._held_twice()
+        return self._finding(ref, test, value, threshold, start, window, pos)
+
+    def _held_twice(self) -> Finding | None:
+        """A card the pack does not hold was read in this batch (the composition checks
+        report it): the reference path, which skips it, judges this shoe from its first
+        card on."""
+        self._begin_exact()
+        return self._judge_exact(self._faces, 0)
+
+    # ------------------------------------------------------------------ the reference path
+
+    def _begin_exact(self) -> None:
+        """Judge the rest of this shoe card by card (state for :meth:`_judge_exact`)."""
+        self._exact = True
+        # per face: the last position at which a card of it continues one of the last
+        # _DECK_WINDOW cards (a neighbour of it was dealt within the window)
+        self._until = [-FACES * 64] * FACES
+        self._sides = {}
+        # counts, total, prev (the last card's face), then the statistics of the batch
+        # path's state, in its order
+        self._exact_state = ([self.decks] * FACES, self.decks * FACES, -1, 0.0, 2, 0, -1,
+                             0.0, 0.0, 2, 0, 0, 1)
+
+    def _judge_exact(self, faces: list[int], base: int) -> Finding | None:
+        """The reference path: every card judged in turn.
+
+        The common card — one that continues nothing and while no run's evidence is
+        above zero — costs a face lookup, two comparisons and a few stores; the exact
+        chances are computed only for the cards that can change a statistic."""
+        shoe_faces = self._faces
         (counts, total, prev, w, w_start, hits, misses, null_log,
-         pw, pw_start, p_narrow, p_piles, p_from) = self._state
+         pw, pw_start, p_narrow, p_piles, p_from) = self._exact_state
         until, ln = self._until, self._ln
         count_of = counts.__getitem__
         deck_run, deck_cont = self._deck_run, self._deck_cont
@@ -330,6 +584,7 @@ class ShuffleScreen:
                             hits += 1
                             null_log += ln[k] - ln[n]
                             value = ga[hits] + gb[misses] - gab[hits + misses] - lb0 - null_log
+                            self._value = value
                             if value >= h_cont and finding is None:
                                 finding = self._finding(self._deck, CONTINUATION, value, h_cont,
                                                         1, window, pos)
@@ -402,10 +657,9 @@ class ShuffleScreen:
             total -= 1
             prev = f
             if finding is not None:
-                self._alarmed = True
-                return dataclasses.replace(finding, raised_at=base + len(faces))
-        self._state = (counts, total, prev, w, w_start, hits, misses, null_log,
-                       pw, pw_start, p_narrow, p_piles, p_from)
+                return finding
+        self._exact_state = (counts, total, prev, w, w_start, hits, misses, null_log,
+                             pw, pw_start, p_narrow, p_piles, p_from)
         return None
 
     def _sides_of(self, piles: int) -> tuple[tuple[int, ...], tuple[int, ...], set[int]]:
