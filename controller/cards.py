@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 RANKS = "A23456789TJQK"
 SUITS = "SHDC"
@@ -28,10 +28,22 @@ class CardError(ValueError):
 
 @dataclass(frozen=True, order=True, slots=True)
 class Card:
-    """One card. Ordering is by rank then suit, only to make listings stable."""
+    """One card. Ordering is by rank then suit, only to make listings stable.
+
+    ``deck_index`` is its place in new-deck order (♠A…♠K, ♥A…♥K, ♦A…♦K, ♣A…♣K: 0…51; -1
+    for a rank or suit outside the notation), worked out once when the card is made: the
+    shuffle screen reads it for every card dealt (controller/screening). It takes no part
+    in equality, ordering or hashing."""
 
     rank: str
     suit: str
+    deck_index: int = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        r, s = RANKS.find(self.rank), SUITS.find(self.suit)
+        object.__setattr__(self, "deck_index",
+                           13 * s + r if r >= 0 and s >= 0 and len(self.rank) == 1
+                           and len(self.suit) == 1 else -1)
 
     def __str__(self) -> str:
         return self.rank + self.suit

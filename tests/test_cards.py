@@ -66,3 +66,11 @@ def test_values(rank: str, bacc: int, burn: int) -> None:
 ])
 def test_blackjack_totals(cards: str, total: int, soft: bool) -> None:
     assert blackjack_total(parse_card(c) for c in cards.split()) == (total, soft)
+
+
+def test_a_card_knows_its_place_in_new_deck_order_and_it_changes_no_comparison() -> None:
+    assert [c.deck_index for c in deck()] == list(range(52))
+    assert parse_card("KC").deck_index == 51 and parse_card("10h").deck_index == 22
+    assert Card("A", "S") == parse_card("AS") and hash(Card("A", "S")) == hash(parse_card("as"))
+    assert "deck_index" not in repr(Card("A", "S"))
+    assert Card("X", "S").deck_index == -1  # outside the notation: nothing in new-deck order

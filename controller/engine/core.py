@@ -526,10 +526,13 @@ class TableEngine:
                 f"{decks}: a foreign card is in play",
                 card=str(card), seen=times, decks=decks))
         screen = self._screen
-        if screen is not None:
-            finding = screen.card(card)
-            if finding is not None:
-                out.append(self._suspect(finding))
+        if screen is not None:  # ShuffleScreen.card, in line (the screen's cost per card)
+            pending = screen.pending
+            pending.append(card)
+            if len(pending) >= screen.due:
+                finding = screen.flush()
+                if finding is not None:
+                    out.append(self._suspect(finding))
         if state == BURN:
             shoe.burned += 1
             shoe.burn_done += 1

@@ -25,14 +25,14 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add, attrgetter, mul
 from typing import Any
 
 from controller.cards import Card
 from controller.screening.faces import (
     FACES,
     LOW,
-    RANK_INDEX,
-    SUIT_OFFSET,
     Remaining,
     face_card,
 )
@@ -65,6 +65,7 @@ pile 8 times in 10, in the next pile (the run crossing rounds) 15 in 100, elsewh
 5 in 100 (the slug's ends)."""
 _LP0, _LP1, _LP2 = (math.log(q) for q in PILE_Q)
 _NEIGHBOURS = tuple(((f - 1) % FACES, (f + 1) % FACES) for f in range(FACES))
+_DECK_INDEX = attrgetter("deck_index")
 _DECK = new_deck_reference()
 _DECK_WINDOW = window_for(_DECK.lag_one_chance())
 assert _DECK_WINDOW == 5, "the batch path looks back over five cards"
@@ -152,9 +153,12 @@ class ShuffleScreen:
         self._active = False
         self._alarmed = False
         self._faces: list[int] = []
-        self._pending: list[Card] = []  # cards not judged yet
+        #: the cards not judged yet, and how many make a batch: :meth:`card` appends to
+        #: ``pending`` and judges them when it holds ``due`` (the engine does the same in
+        #: line, without the call: a tenth of the screen's cost per card)
+        self.pending: list[Card] = []
         self._ends: list[int] = []  # where in them a round ended (its pile closes there)
-        self._limit = BATCH
+        self.due = BATCH
         self._pile_wanted = settings.enabled and settings.previous_shoe and settings.run_test
         self._set_decks(decks)
 
@@ -180,7 +184,7 @@ class ShuffleScreen:
 
     def start_shoe(self, shoe: int, decks: int | None = None) -> None:
         """A new shoe (shuffle cycle) starts: the last shoe's discards become a reference."""
-        if self._pending:  # read but never judged: still discards
+        if self.pending:  # read but never judged: still discards
             self._active = False
             self.flush()
         if decks is not None and decks != self.decks:
@@ -192,11 +196,11 @@ class ShuffleScreen:
         self._shoe = shoe
         self._piles = [[]]
         self._faces = []
-        self._pending = []
+        self.pending = []
         self._ends = []
         self._alarmed = False
         self._active = self.settings.enabled
-        self._limit = FIRST_BATCH
+        self.due = FIRST_BATCH
         s = self.settings
         self._deck_run = s.run_test
         self._deck_cont = s.continuation_test
@@ -208,9 +212,8 @@ class ShuffleScreen:
         self._around: tuple[int, ...] = ()
         if self._pile is not None:
             sizes = [0, *map(len, self._pile.piles), 0]
-            d = self.decks
-            self._around = tuple(d * (sizes[j] + sizes[j + 1] + sizes[j + 2])
-                                 for j in range(len(sizes) - 2))
+            self._around = tuple(map(mul, map(add, map(add, sizes, sizes[1:]), sizes[2:]),
+                                     repeat(self.decks)))
         # per face: the last position at which a card of it continues one of the last
         # _DECK_WINDOW cards (a neighbour of it was dealt within the window)
         self._until = [-FACES * 64] * FACES
@@ -235,7 +238,7 @@ class ShuffleScreen:
         """The shoe is over (last hand played, cards withdrawn, table closing): the cards
         not judged yet are judged; nothing more is dealt from it (its discards stay the
         reference for the next)."""
-        finding = self.flush() if self._pending else None
+        finding = self.flush() if self.pending else None
         self._active = False
         return finding
 
@@ -249,16 +252,16 @@ class ShuffleScreen:
         and at the shoe's end. A finding names the card where its test crossed the
         threshold; it is returned with the card that completed the batch
         (``raised_at``)."""
-        pending = self._pending
+        pending = self.pending
         pending.append(card)
-        if len(pending) >= self._limit:
+        if len(pending) >= self.due:
             return self.flush()
         return None
 
     def round_end(self) -> None:
         """The round's cards were collected: they form one pile of the discards (marked in
         the cards waiting to be judged; the pile closes when they are)."""
-        pending = self._pending
+        pending = self.pending
         if pending:
             ends = self._ends
             if not ends or ends[-1] != len(pending):
@@ -269,14 +272,15 @@ class ShuffleScreen:
     def flush(self) -> Finding | None:
         """Judge the cards dealt since the last batch (their faces join this shoe's piles
         first: the discards the next shoe is held against)."""
-        cards = self._pending
-        self._pending = []
+        cards = self.pending
+        self.pending = []
         piles = self._piles
         if not piles:
             self._ends = []
             return None
-        suit, rank = SUIT_OFFSET, RANK_INDEX
-        faces = [suit[c.suit] + rank[c.rank] for c in cards]
+        faces = list(map(_DECK_INDEX, cards))
+        if -1 in faces:  # not a card of the notation (parse_card lets none through)
+            faces = [f for f in faces if f >= 0]
         ends = self._ends
         current = piles[-1]
         if ends:
@@ -292,7 +296,7 @@ class ShuffleScreen:
         else:
             current.extend(faces)
         if not self._active or self._alarmed:
-            self._limit = BATCH
+            self.due = BATCH
             return None
         shoe_faces = self._faces
         base = len(shoe_faces)
@@ -303,7 +307,7 @@ class ShuffleScreen:
         if finding is not None:
             self._alarmed = True
             return dataclasses.replace(finding, raised_at=read)
-        self._limit = WARM_BATCH if self._warm() else BATCH
+        self.due = WARM_BATCH if self._warm() else BATCH
         return None
 
     def _warm(self) -> bool:
