@@ -6,12 +6,15 @@ test against new-deck order, and the **run** test against the previous shoe's di
 One finding per shoe at most (one slip, one deviation). What runs is the profile's
 ``[shuffle_screen]`` (:class:`ScreenSettings`).
 
-Speed: the screen must cost the engine little per card, so a card costs a face lookup,
-a counter update and a membership test or two, judged in batches with the statistics
-in local variables; the exact chances (sums of per-face counts) are computed only when
-they can change a statistic — after a continuation, or while a run's evidence is above
-zero. For the new-deck tests one comparison tells the common card (it continues none of
-the last cards: ``until[face] < position``) from the rest. A break that cannot raise a
+Speed: the screen must cost the engine little per card. The engine appends a card to
+the pending batch; a batch is judged in one pass with the statistics in local variables
+(:meth:`ShuffleScreen._judge_batch`), each card in turn — the statistics and their
+threshold tests are those of the card-by-card reference path
+(:meth:`ShuffleScreen._judge_exact`), so the decisions are the same. The common card costs
+a comparison (it continues none of the last cards: ``until[face] < position``), a look-up
+of the discards' piles holding its face and a few stores; the exact chances (sums of
+per-face counts) are computed only when they can change a statistic — after a
+continuation, or while a run's evidence is above zero. A break that cannot raise a
 statistic is not priced: for the run test the CUSUM stays at 0 whatever its chance; for
 the continuation test it adds ``-ln(1 - p) ≥ 0`` to the log-likelihood ratio, so leaving
 it out keeps the statistic *below* the exact martingale — the false-alarm bound holds,
@@ -221,9 +224,8 @@ class ShuffleScreen:
         self._value = 0.0  # the continuation test's statistic at its last continuation
         if self._always_exact:
             self._begin_exact()
-        # the batch path's statistics, one tuple (loaded and stored once per batch):
-        # counts — the cards still to come, per face, as 16-bit fields of one integer (15
-        # bits of count under a guard bit that only a card the pack does not hold clears);
+        # the batch path's statistics, one tuple (loaded and stored once per batch;
+        # _counts holds the cards still to come per face, _until the continuations):
         # total — all the cards still to come;
         # w, w_start — new-deck run test (CUSUM) and where its run began;
         # hits, misses, null_log — new-deck continuation test (misses starts at -1: the
@@ -231,7 +233,8 @@ class ShuffleScreen:
         # pw, pw_start — previous-shoe run test; narrow, piles — the piles the run through
         # the last card can lie in (narrow 0: the last card broke the run; 1: one card in
         # them; 2: two or more); p_from — the position where the run entered those piles
-        # (the cards since are spent from them)
+        # (the cards since are spent from them); quiet — the last card the new-deck run
+        # test judged (a run starts after a card it did not)
         self._state = (self.decks * FACES, 0.0, 2, 0, -1, 0.0, 0.0, 2, 0, 0, 1, 0)
 
     def end_shoe(self) -> Finding | None:
