@@ -59,7 +59,7 @@ class Reference:
     related: tuple[int, ...]
     details: dict[str, object] = field(default_factory=dict)
     piles_of: tuple[int, ...] = ()
-    piles: tuple[tuple[int, ...], ...] = ()
+    piles: tuple[Sequence[int], ...] = ()
 
     @cached_property
     def pile_faces52(self) -> tuple[int, ...]:
@@ -107,7 +107,7 @@ def new_deck_reference(source: str = "composition check") -> Reference:
 def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int) -> Reference:
     """The previous shoe's discards: ``piles`` are the faces of each round's pile (burns
     included), in the order dealt; ``pack`` the pack's size (the rest were never read)."""
-    kept = tuple(tuple(p) for p in piles if p)
+    kept = tuple(p for p in piles if p)  # (not copied: a shoe's piles are not touched again)
     piles_of = [0] * FACES
     bit = 1
     for pile in kept:  # the one pass over the cards: a shoe's start pays it
@@ -115,7 +115,7 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int) -> Refe
             piles_of[f] |= bit
         bit <<= 1
     read = sum(map(len, kept))
-    rounds = sum(1 for p in piles if p)
+    rounds = len(kept)
     description = (f"shoe {shoe}'s discards: {rounds} round pile(s), {read} card(s) read, "
                    f"{max(0, pack - read)} never read")
     return Reference(PREVIOUS_SHOE, description, (),

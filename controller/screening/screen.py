@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -359,11 +358,13 @@ class ShuffleScreen:
         neighbours = _NEIGHBOURS
         window = _DECK_WINDOW
         cand = 0  # cards that continue one of the last five (judged by the continuation test)
+        left = total + base + 1  # the cards still to come before card pos: left - pos
+        breaks = misses - base - 1  # the continuation test's breaks before card pos:
+        # breaks + pos - cand
         pos = base
-        for f in faces:
-            pos += 1
+        for pos, f in enumerate(faces, base + 1):
             if until[f] >= pos or w > 0.0:
-                n = total - (pos - base - 1)
+                n = left - pos
                 if deck_run:
                     if w <= 0.0 and quiet != pos - 1:
                         w_start = pos  # the card before was not judged: the run starts here
@@ -395,7 +396,7 @@ class ShuffleScreen:
                     if 0 < k < n:
                         hits += 1
                         null_log += ln[k] - ln[n]
-                        m = misses + pos - base - 1 - cand
+                        m = breaks + pos - cand
                         value = ga[hits] + gb[m] - gab[hits + m] - lb0 - null_log
                         if value >= h_cont:
                             return self._crossed(self._deck, CONTINUATION, value, h_cont, 1,
@@ -416,8 +417,7 @@ class ShuffleScreen:
                     # neither
                     if pw <= 0.0 and not mine & (p_piles | (p_piles << 1) | (p_piles >> 1)) \
                             and not p_piles & (p_piles - 1) and \
-                            10 * (total - (pos - base - 1) - around[p_piles.bit_length() - 1]) \
-                            >= total - (pos - base - 1):
+                            10 * (left - pos - around[p_piles.bit_length() - 1]) >= left - pos:
                         # neither, and at least 1 in 10 of the cards still to come lie
                         # outside the run's pile and the two beside it (they hold at most
                         # `around` of them): ln(0.05/chance) < 0, the evidence stays at zero
@@ -427,7 +427,7 @@ class ShuffleScreen:
                         if sides is None:
                             sides = self._sides_of(p_piles)
                         same, beside, twins = sides
-                        n = total - (pos - base - 1)
+                        n = left - pos
                         if mine & p_piles:
                             spent = set(shoe_faces[p_from - 1:pos - 1])
                             if twins:
@@ -688,7 +688,7 @@ class ShuffleScreen:
             these = set(faces)
             same |= these
             if len(these) < len(faces):
-                twins.update(f for f, copies in Counter(faces).items() if copies > 1)
+                twins.update(f for f in these if faces.count(f) > 1)
             if i:
                 near.update(kept[i - 1])
             if i < last:
