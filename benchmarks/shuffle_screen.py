@@ -29,11 +29,12 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from screen_trials import MODELS, model_trial, null_day, shapes_for
+from screen_trials import MODELS, model_trial, null_day, settings_for, shapes_for
 
 from controller.engine import TableEngine
 from controller.events import parse_event
-from controller.profiles import load_profile, profile_names
+from controller.profiles import Profile, load_profile, profile_names
+from controller.screening import ScreenSettings, ShuffleScreen
 from simulators.dealer import DayPlan, table_day
 
 GOALS_ALWAYS = ("1 riffle", "2 riffles", "slug 40")
@@ -44,9 +45,16 @@ def screened_profiles() -> list[str]:
     return [n for n in profile_names() if load_profile(n).shuffle_screen.enabled]
 
 
-def _null_chunk(args: tuple[str, int, int]) -> tuple[str, int, int]:
-    name, shoes, seed = args
+def _settings(name: str, shelf: bool) -> ScreenSettings:
+    """The profile's screen, with the shelf test (no profile asks for it yet) if ``shelf``."""
+    settings = settings_for(load_profile(name))
+    return dataclasses.replace(settings, shelf_test=True) if shelf else settings
+
+
+def _null_chunk(args: tuple[str, int, int, bool]) -> tuple[str, int, int]:
+    name, shoes, seed, shelf = args
     profile = load_profile(name)
+    settings = _settings(name, shelf)
     shapes = shapes_for(profile, seed % 7)
     rng = random.Random(seed)
     alarms = 0
@@ -55,21 +63,23 @@ def _null_chunk(args: tuple[str, int, int]) -> tuple[str, int, int]:
     while done < shoes:
         n = min(day, shoes - done)
         alarms += sum(f is not None for f in
-                      null_day(profile, [shapes[i % len(shapes)] for i in range(n)], rng))
+                      null_day(profile, [shapes[i % len(shapes)] for i in range(n)], rng,
+                               settings))
         done += n
     return name, done, alarms
 
 
-def _power_cell(args: tuple[str, str, int]) -> tuple[str, str, list[int | None], int]:
-    name, model, trials = args
+def _power_cell(args: tuple[str, str, int, bool]) -> tuple[str, str, list[int | None], int]:
+    name, model, trials, shelf = args
     profile = load_profile(name)
+    settings = _settings(name, shelf)
     shapes = shapes_for(profile, 5)
     rng = random.Random(f"{name}:{model}")
     found: list[int | None] = []
     read = 0
     for i in range(trials):
         got, cards = model_trial(profile, model, shapes[i % len(shapes)],
-                                 shapes[(i + 1) % len(shapes)], rng)
+                                 shapes[(i + 1) % len(shapes)], rng, settings)
         found.append(got)
         read = max(read, cards)
     return name, model, found, read
@@ -92,19 +102,28 @@ def engine_cost(repeat: int) -> dict[str, tuple[float, float]]:
         "off": dataclasses.replace(on.shuffle_screen, enabled=False),
         "new-deck order only": dataclasses.replace(on.shuffle_screen, previous_shoe=False),
         "full (profile)": on.shuffle_screen,
+        "full + shelf test": on.shuffle_screen,  # (the engine's settings: see below)
     }
     events = [parse_event(s.event) for seed in range(4)
               for s in table_day(on, seed, DayPlan(shoes=3))]
     cards = sum(1 for e in events if e.type == "card")
     turns: dict[str, list[float]] = {name: [] for name in variants}
+    def engine_for(profile: Profile, shelf: bool) -> TableEngine:
+        engine = TableEngine(profile)
+        if shelf:  # no profile asks for the shelf test yet: the engine's screen with it
+            engine.screen = engine._screen = ShuffleScreen(
+                dataclasses.replace(engine.screen.settings, shelf_test=True), engine.decks)
+        return engine
+
     for _ in range(repeat):
         for name, screen in variants.items():
             profile = dataclasses.replace(on, shuffle_screen=screen)
+            shelf = name == "full + shelf test"
             start = time.process_time()
-            engine = TableEngine(profile)
+            engine = engine_for(profile, shelf)
             for e in events:
                 if e.type == "table_open":
-                    engine = TableEngine(profile)
+                    engine = engine_for(profile, shelf)
                 engine.handle(e)
             turns[name].append(time.process_time() - start)
     off = turns["off"]
@@ -131,12 +150,17 @@ def main(argv: list[str] | None = None) -> int:
     for i, name in enumerate(names):
         share = per + (1 if i < args.shoes - per * len(names) else 0)
         step = 5000
-        chunks += [(name, min(step, share - j), 1000 * i + j // step)
+        chunks += [(name, min(step, share - j), 1000 * i + j // step, False)
                    for j in range(0, share, step)]
+    shelf_models = ("shelf pass (10)", "1 riffle", "slug 40")
     with ProcessPoolExecutor(args.processes) as pool:
         null = list(pool.map(_null_chunk, chunks))
-        cells = [(n, m, args.trials) for n in shoe_names for m in MODELS]
+        cells = [(n, m, args.trials, False) for n in shoe_names for m in MODELS]
         power = list(pool.map(_power_cell, cells))
+        shelf_null = list(pool.map(_null_chunk, [(n, k, seed + 500_000, True)
+                                                 for n, k, seed, _ in chunks]))
+        shelf_power = list(pool.map(_power_cell, [(n, m, args.trials, True)
+                                                  for n in shoe_names for m in shelf_models]))
     shoes = sum(d for _, d, _ in null)
     alarms = sum(a for _, _, a in null)
     print(f"false alarms: {alarms} in {shoes:,} fairly shuffled shoes "
@@ -173,6 +197,27 @@ def main(argv: list[str] | None = None) -> int:
               f"  {model:20s} " + "  ".join(f"{c:>20s}" for c in row[1:]))
     if not args.markdown:
         print("  columns: " + ", ".join(shoe_names) + f" [{sep}]")
+
+    # the shelf test (ScreenSettings.shelf_test): built, asked for by no profile yet
+    shoes = sum(d for _, d, _ in shelf_null)
+    alarms = sum(a for _, _, a in shelf_null)
+    print(f"\nwith the shelf test on: false alarms: {alarms} in {shoes:,} fairly shuffled "
+          "shoes (the budget split four ways where a previous shoe is held, three otherwise)")
+    if alarms:
+        missed.append("false alarms with the shelf test")
+    shelf_table: dict[str, dict[str, str]] = {}
+    for name, model, found, _read in shelf_power:
+        flagged = sum(x is not None for x in found)
+        q = [quantile(found, s) for s in (0.5, 0.9, 0.99)]
+        applies = (MODELS[model][0] == "new-deck"
+                   or load_profile(name).shuffle_screen.previous_shoe)
+        shelf_table.setdefault(model, {})[name] = (
+            "/".join("—" if x is None else str(x) for x in q) + f" ({flagged}/{len(found)})"
+            if applies else "n/a")
+    for model in shelf_models:
+        row = [model + " (shelf test on)", *(shelf_table[model][n] for n in shoe_names)]
+        print(("| " + " | ".join(row) + " |") if args.markdown else
+              f"  {row[0]:20s} " + "  ".join(f"{c:>20s}" for c in row[1:]))
 
     if not args.skip_cost:
         cost = engine_cost(args.repeat)

@@ -5,6 +5,7 @@ with twins, every bad shuffle model flagged, fair shuffles never (a quick set; t
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 import random
 from collections import Counter
@@ -31,7 +32,7 @@ from controller.screening.rising import (
     rising_sequences,
     total_variation,
 )
-from controller.screening.sequential import Thresholds
+from controller.screening.sequential import Thresholds, shelf_tables
 from simulators import shuffles
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -337,3 +338,60 @@ def test_a_card_the_pack_does_not_hold_sends_the_shoe_to_the_card_by_card_path()
     for s in screens:
         s.deck_check()
     assert [_first(s, fair) for s in screens] == [None, None]
+
+
+# ----------------------------------------------------------------------------- the shelf test
+
+def test_the_shelf_predictor_gives_chances_that_sum_to_one_in_every_state() -> None:
+    # all the shelf test's false-alarm bound needs: whatever the state, the predictor's
+    # chances over the 52 faces (one per face difference) sum to 1
+    lq, nxt, start = shelf_tables()
+    assert len(lq) == len(nxt) == 17 and start == 8
+    for row, moves in zip(lq, nxt, strict=True):
+        assert sum(math.exp(x) for x in row) == pytest.approx(1.0)
+        assert all(0 <= k < 17 for k in moves)
+    assert ScreenSettings(shelf_test=True).tests == 4
+    assert ScreenSettings(shelf_test=True, previous_shoe=False).tests == 3
+
+
+def _shelf_shoes(name: str, shelf: bool, exact: bool = False, trials: int = 6
+                 ) -> list[object]:
+    profile = load_profile(name)
+    decks = profile.decks.max
+    shapes = shapes_for(profile, 4)
+    rng = random.Random(f"shelf:{name}")
+    settings = dataclasses.replace(settings_for(profile), shelf_test=shelf)
+    out: list[object] = []
+    for i in range(trials):
+        screen = ShuffleScreen(settings, decks, exact=exact)
+        screen.deck_check()
+        order = shuffles.cut(shuffles.shelf_pass(pack(decks), rng, 10), rng)
+        out.append(deal(screen, order, shapes[i % len(shapes)], 1).finding)
+    return out
+
+
+def test_the_shelf_test_catches_one_pass_of_a_shelf_shuffler_the_others_miss() -> None:
+    caught = _shelf_shoes("gr-banco-punto", shelf=True)
+    assert all(f is not None for f in caught)
+    for f in caught:
+        ev = f.evidence()  # type: ignore[attr-defined]
+        assert ev["test"] == "shelf" and ev["reference"] == "new-deck"
+        assert float(ev["value"]) >= float(ev["threshold"]) and ev["run"]
+        assert ev["continued"] > float(ev["expected"])
+        assert "shelf shuffler" in f.message()  # type: ignore[attr-defined]
+    assert _shelf_shoes("gr-banco-punto", shelf=False) == [None] * 6
+
+
+def test_the_shelf_test_decides_the_same_on_both_paths() -> None:
+    assert (_shelf_shoes("live-blackjack", shelf=True, exact=False, trials=4)
+            == _shelf_shoes("live-blackjack", shelf=True, exact=True, trials=4))
+
+
+@pytest.mark.parametrize("name", SHOE_PROFILES)
+def test_fair_shoes_raise_nothing_with_the_shelf_test(name: str) -> None:
+    profile = load_profile(name)
+    shapes = shapes_for(profile, 2)
+    settings = dataclasses.replace(settings_for(profile), shelf_test=True)
+    findings = list(null_day(profile, [shapes[i % len(shapes)] for i in range(40)],
+                             random.Random(f"shelf:{name}"), settings))
+    assert findings == [None] * 40

@@ -14,7 +14,7 @@ shoe boundaries; replaying a log replays every decision.
 - :mod:`.faces` — card ⇄ face index, the packed bit fields the statistics count with;
 - :mod:`.reference` — the reference orders and their adjacency relations;
 - :mod:`.sequential` — the sequential tests (CUSUM of successor runs, mixture SPRT of
-  rising-sequence continuations) and their thresholds;
+  rising-sequence continuations, the shelf test's predictor) and their thresholds;
 - :mod:`.screen` — :class:`ShuffleScreen`, what the engine holds, and the finding it reports;
 - :mod:`.rising` — the exact Bayer–Diaconis distribution of rising sequences after riffle
   shuffles (the literature the riffle test rests on, checked against the published table).

@@ -50,10 +50,11 @@ from controller.screening.sequential import (
     Thresholds,
     beta_tables,
     log_table,
+    shelf_tables,
     window_for,
 )
 
-RUN, CONTINUATION = "run", "continuation"
+RUN, CONTINUATION, SHELF = "run", "continuation", "shelf"
 EVIDENCE_CARDS = 60  # the most cards a finding lists
 FIRST_BATCH = 8  # a shoe's first batch: an unshuffled pack is caught at its 8th card
 BATCH = 16  # then every 16 cards …
@@ -83,12 +84,13 @@ class ScreenSettings:
     run_test: bool = True
     continuation_test: bool = True
     previous_shoe: bool = True  # also hold a shoe against the previous shoe's discards
+    shelf_test: bool = False  # the shelf test against new-deck order (no profile asks yet)
 
     @property
     def tests(self) -> int:
         """(test, reference) pairs that may run in a shoe: the false-alarm budget's shares."""
         return (self.run_test + self.continuation_test
-                + (self.run_test and self.previous_shoe))
+                + (self.run_test and self.previous_shoe) + self.shelf_test)
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,8 @@ class Finding:
 
     def message(self) -> str:
         what = ("a run of cards follows" if self.test == RUN else
-                "the dealt order keeps continuing")
+                "the dealt order follows a shelf shuffler's streams of" if self.test == SHELF
+                else "the dealt order keeps continuing")
         first, last = self.run[0][0], self.run[-1][0]
         return (f"shuffle suspect: {what} the {self.reference_order} — cards {first}–{last}: "
                 f"{self.continued} of {self.steps} continued it where a shuffled pack gives "
@@ -221,6 +224,12 @@ class ShuffleScreen:
         self._until = [-FACES * 64] * FACES
         self._exact = False
         self._value = 0.0  # the continuation test's statistic at its last continuation
+        # the shelf test (its own pass over a batch, the same in both paths): its
+        # statistic, the filter's state, the last card's face (-1: none yet), the cards
+        # still to come (all, and per face)
+        self._shelf_on = s.enabled and s.shelf_test
+        self._shelf_state = (0.0, shelf_tables()[2], -1, self.decks * FACES)
+        self._shelf_counts = [self.decks] * FACES
         if self._always_exact:
             self._begin_exact()
         # the batch path's statistics, one tuple (loaded and stored once per batch;
@@ -304,8 +313,11 @@ class ShuffleScreen:
         base = len(shoe_faces)
         shoe_faces.extend(faces)
         read = base + len(faces)
+        shelf = self._shelf_pass(faces, base) if self._shelf_on else None
         judge = self._judge_exact if self._exact else self._judge_batch
         finding = judge(faces, base)
+        if shelf is not None and (finding is None or shelf[0] < finding.position):
+            finding = self._finding(self._deck, SHELF, shelf[1], self._h_cont, 1, 1, shelf[0])
         if finding is not None:
             self._alarmed = True
             return dataclasses.replace(finding, raised_at=read)
@@ -319,7 +331,8 @@ class ShuffleScreen:
             w, pw = self._exact_state[3], self._exact_state[8]
         else:
             w, pw = self._state[1], self._state[6]
-        return 2 * max(w, pw) >= self._h_run or 2 * self._value >= self._h_cont
+        return (2 * max(w, pw) >= self._h_run
+                or 2 * max(self._value, self._shelf_state[0]) >= self._h_cont)
 
     # ------------------------------------------------------------------ the batch path
 
@@ -493,6 +506,34 @@ class ShuffleScreen:
         self._value = value
         self._state = (total - size, w, w_start, hits, misses + size - cand, null_log,
                        pw, pw_start, narrow, p_piles, p_from, quiet)
+        return None
+
+    def _shelf_pass(self, faces: list[int], base: int) -> tuple[int, float] | None:
+        """The shelf test over a batch: (the card where it crossed its threshold, its
+        value), or None. Each card multiplies the statistic by ``q(face) · n / c``: its
+        chance under the shelf predictor (:func:`shelf_tables`) over its exact chance
+        ``c / n`` under a fair shuffle; whatever came before, the predictor's chances over
+        the faces still to come sum to at most 1, so under a fair shuffle the product is a
+        supermartingale and Ville's inequality bounds it from the shoe's first card. A card
+        the pack does not hold is skipped, as by the other tests."""
+        value, k, prev, n = self._shelf_state
+        counts, ln = self._shelf_counts, self._ln
+        lq, nxt, _start = shelf_tables()
+        h = self._h_cont
+        for pos, f in enumerate(faces, base + 1):
+            c = counts[f]
+            if not c:
+                continue
+            if prev >= 0:
+                d = (f - prev) % FACES
+                value += lq[k][d] + ln[n] - ln[c]
+                if value >= h:
+                    return pos, value
+                k = nxt[k][d]
+            counts[f] = c - 1
+            n -= 1
+            prev = f
+        self._shelf_state = (value, k, prev, n)
         return None
 
     def _crossed(self, ref: Reference, test: str, value: float, threshold: float,
@@ -728,6 +769,8 @@ def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: 
     """(position, face, continued, chance) of every card of a shoe, against ``ref``: for
     new-deck order from the last ``window`` cards; for piles from the piles the run so far
     can lie in."""
+    if test == SHELF:
+        return _judge_shelf(faces, decks)
     rem = Remaining(decks)
     out: list[tuple[int, int, bool, float]] = []
     last: list[int] = []
@@ -774,5 +817,31 @@ def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: 
     return out
 
 
-__all__ = ["CONTINUATION", "NEW_DECK", "PREVIOUS_SHOE", "RUN", "Finding", "ScreenSettings",
-           "ShuffleScreen"]
+def _judge_shelf(faces: Sequence[int], decks: int) -> list[tuple[int, int, bool, float]]:
+    """(position, face, followed, chance) of every card of a shoe for the shelf test:
+    ``followed`` — the shelf predictor gave the card's face more than its chance under a
+    fair shuffle (it went on a stream); ``chance`` — the chance under a fair shuffle that
+    the card is one the predictor so favoured."""
+    lq, nxt, k = shelf_tables()
+    counts = [decks] * FACES
+    n = decks * FACES
+    prev = -1
+    out: list[tuple[int, int, bool, float]] = []
+    for pos, f in enumerate(faces, 1):
+        c = counts[f]
+        if not c:
+            continue
+        if prev >= 0:
+            row = lq[k]
+            favoured = {g for g in range(FACES)
+                        if counts[g] and math.exp(row[(g - prev) % FACES]) * n > counts[g]}
+            out.append((pos, f, f in favoured, sum(counts[g] for g in favoured) / n))
+            k = nxt[k][(f - prev) % FACES]
+        counts[f] = c - 1
+        n -= 1
+        prev = f
+    return out
+
+
+__all__ = ["CONTINUATION", "NEW_DECK", "PREVIOUS_SHOE", "RUN", "SHELF", "Finding",
+           "ScreenSettings", "ShuffleScreen"]

@@ -81,7 +81,8 @@ class Thresholds:
 
     @property
     def continuation(self) -> float:
-        """Mixture-SPRT threshold ``ln(1 / α_i)`` (Ville's inequality)."""
+        """Mixture-SPRT threshold ``ln(1 / α_i)`` (Ville's inequality); the shelf test's
+        too."""
         return math.log(1 / self.each)
 
 
@@ -93,3 +94,53 @@ def window_for(lag_one_chance: float, most: int = MAX_WINDOW, target: float = 0.
     if lag_one_chance <= 0:
         return most
     return max(1, min(most, int(target / lag_one_chance)))
+
+
+SHELF_STATES = 17
+"""The shelf test's filter: the chance that the current stream runs up (new-deck order
+forwards), in 17 steps of 1/16."""
+SHELF_ELSEWHERE = 0.15
+"""The shelf test's alternative: a card leaves its stream (a new stream, a new shelf, the
+cut) 15 times in 100, to a face anywhere."""
+
+
+@cache
+def shelf_tables(shelves: int = 10) -> tuple[tuple[tuple[float, ...], ...],
+                                             tuple[tuple[int, ...], ...], int]:
+    """The shelf test's predictor (Diaconis, Fulman & Holmes 2013: one pass of a shelf
+    shuffler leaves the pack as ``2 × shelves`` streams of the input, each taken down or up
+    a shelf's pile, consecutive cards of a stream a geometric gap of mean ``2 × shelves``
+    apart in the input). As faces: the next card of an up stream is ``gap mod 52`` faces on
+    from the last, of a down stream ``gap mod 52`` back.
+
+    Per filter state ``k`` (the chance the stream runs up is ``k / 16``) and face
+    difference ``d`` (0…51, the next face less the last, mod 52): ``ln q_k(d)``, the
+    log-chance of that difference under the alternative — the two directions mixed by the
+    state, and a share :data:`SHELF_ELSEWHERE` anywhere — and the next state (Bayes's rule
+    on the direction, then a stream's end every ``2 × shelves`` cards or so, rounded to the
+    nearest step). For every ``k`` the chances ``q_k`` over the 52 faces sum to 1: that is
+    all the test's false-alarm bound needs (docs/shuffle-screening.md)."""
+    mean = 2.0 * shelves
+    lam = 1.0 / mean
+    gaps = [0.0] * 52
+    for gap in range(1, 52 * 12):
+        gaps[gap % 52] += lam * (1 - lam) ** (gap - 1)
+    total = sum(gaps)
+    up = [g / total for g in gaps]
+    switch = 1.0 / (mean + 1.0)
+    steps = SHELF_STATES - 1
+    lq: list[tuple[float, ...]] = []
+    nxt: list[tuple[int, ...]] = []
+    for k in range(SHELF_STATES):
+        u = k / steps
+        row_q: list[float] = []
+        row_n: list[int] = []
+        for d in range(52):
+            eu, ed = up[d], up[(-d) % 52]
+            mix = u * eu + (1 - u) * ed
+            row_q.append(math.log((1 - SHELF_ELSEWHERE) * mix + SHELF_ELSEWHERE / 52))
+            post = switch + (u * eu / mix) * (1 - 2 * switch)
+            row_n.append(round(post * steps))
+        lq.append(tuple(row_q))
+        nxt.append(tuple(row_n))
+    return tuple(lq), tuple(nxt), steps // 2
