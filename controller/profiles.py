@@ -166,6 +166,11 @@ class ShuffleScreenRule(Section):
                                     "reference among the last few (riffles, weak shuffles)")
     previous_shoe: bool = _flag("also hold each shoe against the previous shoe's discards "
                                 "(round by round piles), not only against new-deck order")
+    shelf_test: bool = field(default=False, metadata={
+        "optional": True,
+        "doc": "the shelf test: the dealt order against one pass of a shelf shuffler "
+               "(interleaved rising and falling runs of new-deck order); no seed names such a "
+               "machine, so off unless set (and off in a profile recorded before it existed)"})
 
 
 @dataclass(frozen=True)

@@ -395,3 +395,19 @@ def test_fair_shoes_raise_nothing_with_the_shelf_test(name: str) -> None:
     findings = list(null_day(profile, [shapes[i % len(shapes)] for i in range(40)],
                              random.Random(f"shelf:{name}"), settings))
     assert findings == [None] * 40
+
+
+def test_a_profile_turns_the_shelf_test_on_and_an_older_header_leaves_it_off() -> None:
+    # `[shuffle_screen] shelf_test` (docs/profiles.md): optional, off when absent, so a log
+    # header written before the key existed replays with the screen it had
+    from controller.engine import TableEngine
+    from controller.profiles import profile_from_dict
+
+    raw = load_profile("gr-banco-punto").to_dict()
+    assert raw["shuffle_screen"]["shelf_test"] is False  # the header records it
+    on = {**raw, "shuffle_screen": {**raw["shuffle_screen"], "shelf_test": True}}
+    older = {**raw, "shuffle_screen": {k: v for k, v in raw["shuffle_screen"].items()
+                                       if k != "shelf_test"}}
+    assert TableEngine(profile_from_dict(on)).screen.settings.shelf_test is True
+    assert TableEngine(profile_from_dict(older)).screen.settings.shelf_test is False
+    assert TableEngine(profile_from_dict(older)).screen.settings.tests == 3

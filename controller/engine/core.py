@@ -150,7 +150,8 @@ class TableEngine:
         #: the shuffle screen (controller/screening): fed every card, round end and shoe
         self.screen = ShuffleScreen(
             ScreenSettings(sc.enabled, sc.false_alarm_one_in, sc.run_test,
-                           sc.continuation_test, sc.previous_shoe), profile.decks.max)
+                           sc.continuation_test, sc.previous_shoe, sc.shelf_test),
+            profile.decks.max)
         self._screen = self.screen if sc.enabled else None  # the card path asks this
         self._shoe: Shoe
         self._reset_day()

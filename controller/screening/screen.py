@@ -84,7 +84,7 @@ class ScreenSettings:
     run_test: bool = True
     continuation_test: bool = True
     previous_shoe: bool = True  # also hold a shoe against the previous shoe's discards
-    shelf_test: bool = False  # the shelf test against new-deck order (no profile asks yet)
+    shelf_test: bool = False  # the shelf test against new-deck order (a profile's choice)
 
     @property
     def tests(self) -> int:
