@@ -139,5 +139,7 @@ def cmd_forward(args: argparse.Namespace) -> int:
         print(f"shoewarden forward: {fwd.error}", file=sys.stderr)
         return 1
     print(f"shoewarden forward: {fwd.published} record(s) published, {fwd.duplicates} "
-          f"already in the stream, tables {', '.join(sorted(fwd.cursors)) or 'none'}")
+          f"already in the stream, tables {', '.join(sorted(fwd.cursors)) or 'none'}"
+          + (f"; {fwd.held} held back until their shoe ends (--disclosure shoe)"
+             if fwd.held else ""))
     return 0

@@ -15,6 +15,13 @@ starts and after every failure, and resumes from the record after that one: ever
 arrives exactly once, in order, whatever was lost in between (an outage, a broker killed
 with its acks unsent, a restart of the table).
 
+Card disclosure applies here, at the publisher (``--disclosure shoe``): no card of a shoe
+leaves the table before that shoe ends. Whole records are held back (:class:`HoldBack`) from
+the first record of a shoe until the record that ends it, then published in order: the
+floor receives the table's records unaltered and verifies its chain exactly as it would
+live, only later. A table with no shoe that ends (a continuous shuffler, hand-dealt stud)
+has no count to protect and publishes live.
+
 nats-py is asyncio: its loop runs on a thread of its own (:meth:`Forwarder.start`); the
 table's engine thread never calls into it and never waits for it.
 """
@@ -30,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from floor.follow import Chunk, LogFile, read_new, scan
+from floor.follow import LogFile, read_new, scan
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +93,84 @@ def check_servers(urls: Iterable[str]) -> list[str]:
     return out
 
 
+#: what the publisher lets leave the table: ``live`` every record as written, ``shoe`` a
+#: shoe's records only once that shoe ended
+PUBLISH_DISCLOSURES = ("live", "shoe")
+#: the states in which no shoe is being dealt: a record in one of them ends the hold
+NO_SHOE_OPEN = frozenset({"closed", "opening_check", "shuffle", "shoe_complete",
+                          "closing_check"})
+
+
+@dataclass
+class HoldBack:
+    """Which of a table's records may leave the table now, under its disclosure.
+
+    Under ``shoe`` a record written while a shoe is open (its ``state`` is not one of
+    :data:`NO_SHOE_OPEN`) waits, with every record after it, until a record in a state where
+    no shoe is open: the shoe ended (``shoe_complete``), or the table closed. Records keep
+    their order and their bytes; only the moment they leave changes. A table whose header
+    says it deals from no shoe that ends publishes live.
+    """
+
+    disclosure: str = "live"
+    shoe_game: bool = True  # from the file's header: card_source "shoe", no continuous shuffler
+    pending: list[tuple[str, bytes]] = field(default_factory=list)  # (file, line)
+    header_of: str | None = None  # the file whose header set ``shoe_game``
+
+    def learn(self, file: str, header: dict[str, Any]) -> None:
+        profile = header.get("profile") if isinstance(header.get("profile"), dict) else {}
+        assert isinstance(profile, dict)
+        shuffler = profile.get("shuffler") if isinstance(profile.get("shuffler"), dict) else {}
+        assert isinstance(shuffler, dict)
+        self.shoe_game = (profile.get("card_source") == "shoe"
+                          and shuffler.get("continuous") is not True)
+        self.header_of = file
+
+    def learn_from(self, path: Path) -> None:
+        """The header of a file the forwarder resumes in the middle of."""
+        import orjson
+
+        with contextlib.suppress(OSError, ValueError), open(path, "rb") as f:
+            first = orjson.loads(f.readline())
+            if isinstance(first, dict) and first.get("kind") == "header":
+                self.learn(path.name, first)
+
+    def take(self, file: str, lines: Iterable[bytes]) -> list[tuple[str, bytes]]:
+        """The records that may leave now, in order, of those held and ``lines``."""
+        if self.disclosure == "live":
+            return [(file, line) for line in lines]
+        import orjson
+
+        out: list[tuple[str, bytes]] = []
+        for line in lines:
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                rec = {}
+            if not isinstance(rec, dict):
+                rec = {}
+            if rec.get("kind") == "header":
+                self.learn(file, rec)
+            state = rec.get("state")
+            held = self.shoe_game and isinstance(state, str) and state not in NO_SHOE_OPEN
+            if held or (self.pending and not isinstance(state, str)):
+                self.pending.append((file, line))
+                continue
+            out += self.pending
+            out.append((file, line))
+            self.pending = []
+        return out
+
+
 @dataclass
 class Connection:
-    """How to reach the NATS servers: URLs (several for a cluster), credentials, TLS."""
+    """How to reach the NATS servers: URLs (several for a cluster), credentials, TLS; and
+    what the table lets out over them (``disclosure``, :class:`HoldBack`)."""
 
     servers: list[str]
     creds: str | None = None
     tls_ca: str | None = None
+    disclosure: str = "live"
 
     async def connect(self) -> Any:
         import ssl
@@ -133,8 +211,9 @@ class TableCursor:
     subject_seq: int = 0  # the stream sequence of the table's last record there (0: none)
     file: str | None = None  # the file and seq of that record
     seq: int = 0
-    offsets: dict[str, int] = field(default_factory=dict)  # local bytes already published
-    synced: bool = False
+    offsets: dict[str, int] = field(default_factory=dict)  # local bytes read (published or
+    synced: bool = False  # held back)
+    hold: HoldBack = field(default_factory=HoldBack)
 
 
 def offset_after(path: Path, seq: int) -> int:
@@ -242,17 +321,28 @@ class Forwarder:
                 continue
             cursor = self.cursors.get(table)
             if cursor is None:
-                cursor = self.cursors[table] = TableCursor(table)
+                cursor = self.cursors[table] = TableCursor(
+                    table, hold=HoldBack(self.connection.disclosure))
             if not cursor.synced:
                 await self._sync(cursor, files)
             for lf in files:
                 while True:
-                    chunk = read_new(lf, cursor.offsets.get(lf.file, 0), 1 << 20)
+                    at = cursor.offsets.get(lf.file, 0)
+                    chunk = read_new(lf, at, 1 << 20)
                     if chunk is None:
                         break
-                    total += await self._publish(cursor, chunk)
+                    if at and cursor.hold.header_of != lf.file:
+                        cursor.hold.learn_from(lf.path)  # resumed mid-file: its header
+                    cursor.offsets[lf.file] = chunk.end
+                    total += await self._publish(cursor, cursor.hold.take(lf.file,
+                                                                          chunk.lines))
                     done = False if chunk.lines else done
         return total, done and total == 0
+
+    @property
+    def held(self) -> int:
+        """Records read and held back under the disclosure (their shoe has not ended)."""
+        return sum(len(c.hold.pending) for c in self.cursors.values())
 
     async def _sync(self, cursor: TableCursor, files: list[LogFile]) -> None:
         """Where the stream stands for this table, and so where each local file resumes."""
@@ -263,6 +353,7 @@ class Forwarder:
         except NotFoundError:
             last = None
         cursor.offsets.clear()
+        cursor.hold.pending.clear()  # read again from where the stream stands
         if last is None:
             cursor.subject_seq, cursor.file, cursor.seq = 0, None, 0
         else:
@@ -285,13 +376,12 @@ class Forwarder:
                             cursor.table, cursor.file)
         cursor.synced = True
 
-    async def _publish(self, cursor: TableCursor, chunk: Chunk) -> int:
+    async def _publish(self, cursor: TableCursor, records: list[tuple[str, bytes]]) -> int:
         from nats.js.errors import APIError
 
-        table, file = cursor.table, chunk.log.file
-        offset = chunk.offset
+        table = cursor.table
         n = 0
-        for line in chunk.lines:
+        for file, line in records:
             seq = record_seq(line)
             headers = {"Nats-Msg-Id": msg_id(table, file, seq),
                        "Nats-Expected-Last-Subject-Sequence": str(cursor.subject_seq)}
@@ -302,8 +392,6 @@ class Forwarder:
                 if exc.err_code == WRONG_LAST_SEQUENCE:
                     cursor.synced = False  # the stream moved (or lost) under us: ask again
                 raise
-            offset += len(line)
-            cursor.offsets[file] = offset
             cursor.subject_seq, cursor.file, cursor.seq = int(ack.seq), file, seq
             if ack.duplicate:
                 self.duplicates += 1
@@ -320,7 +408,8 @@ def connection_from(args: Any) -> Connection:
     for option, path in (("--nats-creds", args.nats_creds), ("--nats-ca", args.nats_ca)):
         if path is not None and not Path(path).is_file():
             raise ForwardError(f"{option} {path}: no such file")
-    return Connection(servers, creds=args.nats_creds, tls_ca=args.nats_ca)
+    return Connection(servers, creds=args.nats_creds, tls_ca=args.nats_ca,
+                      disclosure=getattr(args, "disclosure", None) or "live")
 
 
 def forwarder_for_log(log_file: str | Path, connection: Connection) -> Forwarder:
@@ -345,5 +434,7 @@ def finish(fwd: Forwarder, timeout: float = 10.0) -> str:
     fwd.stop(1)
     behind = fwd.alive_after_stop()
     return (f"published {fwd.published} record(s) to NATS"
+            + (f"; {fwd.held} held back until their shoe ends (disclosure shoe)"
+               if fwd.held else "")
             + (f"; the broker did not take the rest in {timeout:.0f} s: "
                "`shoewarden forward` sends them" if behind else ""))

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 DISCLOSURES = ("live", "round", "shoe")  # floor.views.Disclosure
+PUBLISH_DISCLOSURES = ("live", "shoe")  # floor.forward.PUBLISH_DISCLOSURES
 
 
 def add_floor_options(p: argparse.ArgumentParser) -> None:
@@ -43,6 +44,11 @@ def add_publish_options(p: argparse.ArgumentParser, *, required: bool = False) -
                    "with commas) for a cluster")
     p.add_argument("--nats-creds", metavar="FILE", help="NATS credentials file (JWT + nkey)")
     p.add_argument("--nats-ca", metavar="FILE", help="CA file to verify the NATS servers' TLS")
+    p.add_argument("--disclosure", choices=PUBLISH_DISCLOSURES, default="live",
+                   help="what leaves the table: every record as written (live), or a shoe's "
+                   "records only once the shoe ended (shoe: no card of a shoe reaches the "
+                   "network before its end; the floor's alerts come at shoe end too) "
+                   "(default live)")
 
 
 def add_witness_commands(sub: Any) -> None:

@@ -24,7 +24,7 @@ def stream_messages(url: str, subject_prefix: str = "shoewarden.audit.") -> list
             except NotFoundError:
                 return []
             out = []
-            for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            for seq in range(max(info.state.first_seq, 1), info.state.last_seq + 1):
                 try:
                     msg = await js.get_msg(STREAM, seq)
                 except NotFoundError:
@@ -37,3 +37,44 @@ def stream_messages(url: str, subject_prefix: str = "shoewarden.audit.") -> list
             await nc.close()
 
     return asyncio.run(read())
+
+
+class Subscriber:
+    """A plain NATS subscriber on ``subject``, on a thread of its own: what a listener on the
+    network sees, message by message as it arrives (``messages``: the payloads)."""
+
+    def __init__(self, url: str, subject: str) -> None:
+        import threading
+
+        self.url, self.subject = url, subject
+        self.messages: list[bytes] = []
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+
+    async def _main(self) -> None:
+        import nats
+
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        nc = await nats.connect(self.url)
+
+        async def take(msg: Any) -> None:
+            self.messages.append(bytes(msg.data))
+
+        await nc.subscribe(self.subject, cb=take)
+        await nc.flush()
+        self._ready.set()
+        await self._stop.wait()
+        await nc.close()
+
+    def __enter__(self) -> Subscriber:
+        self._thread.start()
+        assert self._ready.wait(10), "the subscriber did not connect"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)

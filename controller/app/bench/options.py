@@ -43,4 +43,5 @@ class BenchOptions:
     publish: list[str] | None = None  # NATS URLs the forwarder publishes the log to
     nats_creds: str | None = None
     nats_ca: str | None = None
+    disclosure: str = "live"  # what the forwarder lets leave the table (floor.forward.HoldBack)
 

@@ -68,7 +68,9 @@ def _forwarder(d: BenchDay, opts: BenchOptions, out: IO[str]) -> Any:
     except ForwardError as e:
         d.hold.release()
         raise BenchError(str(e)) from None
-    out.write(f"bench: publishing the log to {', '.join(fwd.connection.servers)}\n")
+    out.write(f"bench: publishing the log to {', '.join(fwd.connection.servers)}"
+              + (" (disclosure shoe: each shoe once it ended)"
+                 if fwd.connection.disclosure == "shoe" else "") + "\n")
     out.flush()
     return fwd
 
@@ -171,7 +173,8 @@ def cmd_bench(args: Any) -> int:
                         display=getattr(args, "display", None),
                         publish=getattr(args, "publish", None),
                         nats_creds=getattr(args, "nats_creds", None),
-                        nats_ca=getattr(args, "nats_ca", None))
+                        nats_ca=getattr(args, "nats_ca", None),
+                        disclosure=getattr(args, "disclosure", None) or "live")
     try:
         result = run_bench(opts, sys.stdout)
     except BenchError as e:
