@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,12 @@ ACK_WAIT = 5
 HOLD_BACK = 0.5
 #: how long a batch fetch may wait for more once the waiting records ran out (seconds)
 BUSY_WAIT = 0.02
+#: how often a floor takes in the tables and alerts other floor processes committed (its
+#: pages serve every table, whichever floor consumed its records)
+SYNC_EVERY = 1.0
+#: how long the rest of a batch waits, without progress, for another floor process to
+#: commit the record it continues, before going back to the stream
+WAIT_FOR_PREDECESSOR = 1.0
 
 
 class NatsConsumer:
@@ -83,6 +90,7 @@ class NatsConsumer:
         nc = None
         sub = None
         busy = False
+        synced = 0.0
         while not self._stop.is_set():
             try:
                 if nc is None:
@@ -106,9 +114,16 @@ class NatsConsumer:
                                   else sub.fetch(1, timeout=0.5))
                 except TimeoutError:
                     busy = False
+                    if time.monotonic() - synced >= SYNC_EVERY:
+                        synced = time.monotonic()
+                        self.floor.sync()
                     continue
                 busy = True
                 await self._take(msgs)
+                now = time.monotonic()
+                if now - synced >= SYNC_EVERY:  # what the other floor processes committed
+                    synced = now
+                    self.floor.sync()
             except Exception as exc:
                 self.failures += 1
                 log.info("floor: NATS: %s: retrying", exc)
@@ -120,45 +135,75 @@ class NatsConsumer:
     async def _take(self, msgs: list[Any]) -> None:
         """One batch: its runs of consecutive records of one file ingested as one group
         (:meth:`Floor.pipelined`: sent to the database as they are checked, committed
-        together), then acknowledged; when the commit fails, nothing of the batch is
-        acknowledged: it all goes back to the stream."""
-        run: list[Any] = []
-        key: tuple[str, str] | None = None
-        settled: list[tuple[list[Any], list[Any]]] = []  # each run's (to ack, to hold back)
+        together), then acknowledged; when the commit fails, nothing of the group is
+        acknowledged: it all goes back to the stream.
+
+        With a database shared by several floor processes, a run whose predecessor is not
+        committed yet is most often waiting for another floor that has it in hand (the
+        consumer hands the stream out in batches, tables interleaved): the group ends
+        before it (committed, acknowledged), and the rest of the batch waits for that
+        floor's commit (:meth:`_await_progress`) instead of going back to the stream."""
+        runs: list[tuple[tuple[str, str], list[Any]]] = []
         done: set[int] = set()  # id() of the messages answered
+        shared = self.floor.store.shared
         try:
-            with self.floor.pipelined():
-                for msg in msgs:
-                    parsed = parse_msg_id((msg.headers or {}).get("Nats-Msg-Id", ""))
-                    if parsed is None:  # not a record the forwarder sent: nothing to index
-                        log.warning("floor: NATS: a message on %s without a table:file:seq "
-                                    "id", msg.subject)
-                        await msg.term()
+            for msg in msgs:
+                parsed = parse_msg_id((msg.headers or {}).get("Nats-Msg-Id", ""))
+                if parsed is None:  # not a record the forwarder sent: nothing to index
+                    log.warning("floor: NATS: a message on %s without a table:file:seq id",
+                                msg.subject)
+                    await msg.term()
+                    done.add(id(msg))
+                    continue
+                key = (parsed[0], parsed[1])
+                if runs and runs[-1][0] == key:
+                    runs[-1][1].append(msg)
+                else:
+                    runs.append((key, [msg]))
+            while runs:
+                settled: list[tuple[list[Any], list[Any]]] = []  # (to ack, to hold back)
+                waiting: list[tuple[tuple[str, str], list[Any]]] = []
+                with self.floor.pipelined():
+                    for i, (key, run) in enumerate(runs):
+                        take, held = self._commit(key, run)
+                        if held and shared:
+                            settled.append((take, []))
+                            waiting = [(key, held), *runs[i + 1:]]
+                            break
+                        settled.append((take, held))
+                # committed: now, and only now, acknowledged
+                for take, held in settled:
+                    for msg in take:
+                        await msg.ack()
                         done.add(id(msg))
-                        continue
-                    table, file, _ = parsed
-                    if key is not None and key != (table, file):
-                        settled.append(self._commit(key, run))
-                        run = []
-                    key = (table, file)
-                    run.append(msg)
-                if key is not None and run:
-                    settled.append(self._commit(key, run))
-            # committed: now, and only now, acknowledged
-            for take, held in settled:
-                for msg in take:
-                    await msg.ack()
-                    done.add(id(msg))
-                for msg in held:
-                    self.held += 1
-                    await msg.nak(delay=HOLD_BACK)
-                    done.add(id(msg))
+                    for msg in held:
+                        self.held += 1
+                        await msg.nak(delay=HOLD_BACK)
+                        done.add(id(msg))
+                runs = waiting
+                if runs and not await self._await_progress(runs[0][0][0]):
+                    for _, run in runs:  # its predecessor was lost with a killed floor:
+                        for msg in run:  # it comes back after the ack wait
+                            self.held += 1
+                            await msg.nak(delay=HOLD_BACK)
+                            done.add(id(msg))
+                    runs = []
         finally:
             for m in msgs:  # back to the stream at once, in order, for the next fetch
                 if id(m) not in done:
                     with contextlib.suppress(Exception):
                         await m.nak()
         await self._publish_checkpoints()
+
+    async def _await_progress(self, table: str) -> bool:
+        """Wait, up to ``WAIT_FOR_PREDECESSOR``, for another floor process to commit more of
+        ``table``; True when it did."""
+        deadline = time.monotonic() + WAIT_FOR_PREDECESSOR
+        while time.monotonic() < deadline and not self._stop.is_set():
+            await asyncio.sleep(0.01)
+            if self.floor.catch_up(table):
+                return True
+        return False
 
     def _commit(self, key: tuple[str, str], msgs: list[Any]) -> tuple[list[Any], list[Any]]:
         """One run of a file's records: those that continue the file's head are ingested
@@ -168,6 +213,7 @@ class NatsConsumer:
         it. Returns (to acknowledge, to hold back)."""
         table, file = key
         floor = self.floor
+        floor.catch_up(table)  # what other floor processes committed: the heads are theirs too
         with floor.lock:
             watch = floor.tables.get(table)
             pos = watch.files.get(file) if watch is not None else None

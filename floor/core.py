@@ -179,6 +179,71 @@ class Floor:
             for name, line in self.store.records(table, [p.file for p in positions]):
                 watch.state.feed(orjson.loads(line), name)
 
+    # ------------------------------------------------------------------ several floors
+
+    def catch_up(self, table: str) -> bool:
+        """Take in what other floor processes committed of ``table`` since this one last
+        looked (a shared index only): each file's head from the index, the records between
+        folded into the table's state, the table's alerts. True when anything changed.
+
+        A file this floor is ahead on (its run staged in a group not yet committed) is left
+        as it is; the commit never moves a head back (``commit_runs``)."""
+        if not self.store.shared:
+            return False
+        committed = self.store.positions_of(table)
+        with self.lock:
+            if not committed and table not in self.tables:
+                return False  # no such table on the floor (yet)
+            watch = self._watch(table)
+            changed = False
+            for db in sorted(committed, key=lambda p: file_order(p.file)):
+                mem = watch.files.get(db.file)
+                if mem is not None and (mem.seq > db.seq or (mem.seq, mem.offset, mem.broken)
+                                        == (db.seq, db.offset, db.broken)):
+                    continue
+                if self.keep_records and db.seq > (mem.seq if mem is not None else 0):
+                    feed = watch.state.feed
+                    for line in self.store.records_between(
+                            table, db.file, mem.seq if mem is not None else 0, db.seq):
+                        feed(orjson.loads(line), db.file)
+                watch.files[db.file] = db
+                if db.seq and db.offset and (watch.last_file is None or file_order(
+                        db.file) >= file_order(watch.last_file)):
+                    watch.last_file = db.file
+                changed = True
+        if changed:
+            self._merge_alerts(self.store.alerts_of(table))
+            self.publish({"type": "table", "table": table,
+                          "summary": self.table_summary(table), "seq": watch.state.last_seq})
+        return changed
+
+    def sync(self) -> None:
+        """Every table and alert other floor processes committed (a shared index only): what
+        the pages and the API of this floor serve, whichever floor took the records in."""
+        if not self.store.shared:
+            return
+        for table in sorted({p.table for p in self.store.positions()}):
+            self.catch_up(table)
+        self._merge_alerts(self.store.alerts_of())
+
+    def _merge_alerts(self, alerts: list[Alert]) -> None:
+        """Alerts (and acknowledgements) from the index that this floor's memory lacks."""
+        fresh, acked = [], []
+        with self.lock:
+            for alert in alerts:
+                known = self.alerts.get(alert.id)
+                if known is None:
+                    self.alerts[alert.id] = alert
+                    fresh.append(alert)
+                elif known.is_open and not alert.is_open:
+                    known.acked_by, known.acked_at, known.note = (alert.acked_by,
+                                                                  alert.acked_at, alert.note)
+                    acked.append(known)
+        for alert in fresh:
+            self.publish({"type": "alert", "alert": alert.to_dict()})
+        for alert in acked:
+            self.publish({"type": "ack", "alert": alert.to_dict()})
+
     def _resync(self) -> None:
         """After a commit that failed, the tables it held back to what the index holds: the
         floor had moved their positions and state past records that are not in the index,
@@ -261,6 +326,8 @@ class Floor:
             raise AckError("ack: 'by' must name the person acknowledging (a non-empty text)")
         if not isinstance(note, str):
             raise AckError("ack: 'note' must be a text")
+        if self.store.shared:  # raised or acknowledged by another floor process
+            self._merge_alerts(self.store.alerts_of())
         with self.lock:
             alert = self.alerts.get(alert_id)
             if alert is None:
@@ -276,7 +343,10 @@ class Floor:
                                             "file": alert.file, "seq": alert.seq,
                                             "code": alert.code, "severity": alert.severity})
                 at = str(record["ts"])
-            self.store.ack(alert.id, by.strip(), at, note)
+            if not self.store.ack(alert.id, by.strip(), at, note):  # another floor, just now
+                self._merge_alerts(self.store.alerts_of(alert.table))
+                raise AckError(f"alert {alert_id} was acknowledged by {alert.acked_by} at "
+                               f"{alert.acked_at}", 409)
             alert.acked_by, alert.acked_at, alert.note = by.strip(), at, note
         self.publish({"type": "ack", "alert": alert.to_dict()})
         return alert

@@ -196,6 +196,35 @@ class SqlIndex(ABC):
             ((n,),) = self._run("SELECT count(*) FROM audit_records")
         return {"records": int(n)}
 
+    # ------------------------------------------------------------------ shared by floors
+
+    #: True when several floor processes may write this index at once (PostgreSQL): a
+    #: floor then takes each table's chain head from here, not from its memory alone
+    shared = False
+
+    def positions_of(self, table: str) -> list[FilePosition]:
+        """A table's files as the index holds them (what every floor committed; read on
+        the reading connection: a group being streamed is left alone)."""
+        rows = self._read(self.q(f"SELECT {POSITION_COLUMNS} FROM log_files "
+                                 "WHERE table_id = ?"), (table,))
+        return [FilePosition(*row) for row in rows]
+
+    def records_between(self, table: str, file: str, after: int, upto: int) -> list[bytes]:
+        """The record lines of a file with ``after < seq <= upto``, in seq order (what
+        another floor committed since this one last looked)."""
+        rows = self._read(self.q(
+            f"SELECT {self.record_text} FROM audit_records WHERE table_id = ? AND "
+            "file = ? AND seq > ? AND seq <= ? ORDER BY seq"), (table, file, after, upto))
+        return [r[0] if isinstance(r[0], bytes) else r[0].encode() for r in rows]
+
+    def alerts_of(self, table: str | None = None) -> list[Alert]:
+        """The alerts (one table's, or all) with their acknowledgements, as committed by any
+        floor."""
+        where = " WHERE table_id = ?" if table is not None else ""
+        rows = self._read(self.q(f"SELECT {ALERT_COLUMNS} FROM alerts{where} ORDER BY id"),
+                          (table,) if table is not None else ())
+        return [Alert(*row) for row in rows]
+
     # ------------------------------------------------------------------ writing
 
     def commit_run(self, pos: FilePosition, rows: list[tuple[int, str, bytes]],
@@ -225,7 +254,10 @@ class SqlIndex(ABC):
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     'ON CONFLICT (table_id, file) DO UPDATE SET path = excluded.path, '
                     '"offset" = excluded."offset", seq = excluded.seq, hash = excluded.hash, '
-                    "mac = excluded.mac, chain = excluded.chain, broken = excluded.broken"),
+                    "mac = excluded.mac, chain = excluded.chain, broken = excluded.broken "
+                    # several floors: one that took a shorter run of the same records (a
+                    # redelivery raced) never moves the head back
+                    "WHERE log_files.seq <= excluded.seq"),
                     (pos.table, pos.file, pos.path, pos.offset, pos.seq, pos.hash, pos.mac,
                      pos.chain, pos.broken))
                 made.append(self._insert_alerts(run.drafts))
@@ -259,10 +291,12 @@ class SqlIndex(ABC):
                                   d.severity, d.message, d.rule, d.ts))
         return made
 
-    def ack(self, alert_id: int, by: str, at: str, note: str) -> None:
+    def ack(self, alert_id: int, by: str, at: str, note: str) -> bool:
+        """False when the alert was acknowledged already (by another floor process)."""
         with self.lock:
-            self._run(self.q("UPDATE alerts SET acked_by = ?, acked_at = ?, note = ? "
-                             "WHERE id = ? AND acked_by IS NULL"), (by, at, note, alert_id))
+            return bool(self._run(self.q(
+                "UPDATE alerts SET acked_by = ?, acked_at = ?, note = ? "
+                "WHERE id = ? AND acked_by IS NULL RETURNING id"), (by, at, note, alert_id)))
 
     def mark_broken(self, table: str, file: str, why: str) -> None:
         with self.lock:
@@ -387,6 +421,7 @@ class PostgresStore(SqlIndex):
     backend = "postgresql"
     param = "%s"
     record_text = "record::text"
+    shared = True
 
     def __init__(self, url: str) -> None:
         super().__init__()
