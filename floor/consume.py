@@ -34,6 +34,7 @@ from floor.forward import (
     ensure_stream,
     parse_msg_id,
 )
+from floor.store import FilePosition
 
 log = logging.getLogger(__name__)
 
@@ -213,14 +214,23 @@ class NatsConsumer:
         it. Returns (to acknowledge, to hold back)."""
         table, file = key
         floor = self.floor
-        floor.catch_up(table)  # what other floor processes committed: the heads are theirs too
-        with floor.lock:
-            watch = floor.tables.get(table)
-            pos = watch.files.get(file) if watch is not None else None
-            head = pos.seq if pos is not None else 0
-            broken = pos is not None and pos.broken is not None
-            offset = pos.offset if pos is not None else 0
-            heads = {f: p.seq for f, p in watch.files.items()} if watch is not None else {}
+
+        def where() -> tuple[FilePosition | None, dict[str, int]]:
+            with floor.lock:
+                watch = floor.tables.get(table)
+                pos = watch.files.get(file) if watch is not None else None
+                heads = {f: p.seq for f, p in watch.files.items()} if watch is not None else {}
+            return pos, heads
+
+        pos, heads = where()
+        first = parse_msg_id(msgs[0].headers.get("Nats-Msg-Id", ""))
+        # not where this floor left the file: other floor processes may have taken it on
+        # (their commits are the heads too)
+        if (pos is None or first is None or first[2] != pos.seq + 1) and floor.catch_up(table):
+            pos, heads = where()
+        head = pos.seq if pos is not None else 0
+        broken = pos is not None and pos.broken is not None
+        offset = pos.offset if pos is not None else 0
         lines: list[bytes] = []
         take: list[Any] = []
         held: list[Any] = []

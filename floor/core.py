@@ -489,8 +489,46 @@ class Floor:
                     events.append({"type": "table", "table": table,
                                    "summary": self.table_summary(table),
                                    "seq": self._watch(table).state.last_seq})
+            live = self._live_rows(runs) if self.keep_records else []
         for event in events:
             self.publish(event)
+        for row in live:
+            try:
+                self.store.save_live(*row)
+            except Exception:  # derived from the records: the next run writes it again
+                log.warning("floor: the live state of %s could not be saved", row[0],
+                            exc_info=True)
+
+    def _live_rows(self, runs: list[tuple[RunCommit, bool]]) -> list[tuple[Any, ...]]:
+        """For each table the runs changed: its live state (the ``/api/tables`` row) and
+        the rounds they touched, as :meth:`~floor.store.SqlIndex.save_live` takes them."""
+        since: dict[tuple[str, str], int] = {}
+        for run, _ in runs:
+            if run.rows:
+                key = (run.pos.table, run.pos.file)
+                since[key] = min(since.get(key, run.rows[0][0]), run.rows[0][0])
+        out = []
+        for table in dict.fromkeys(t for t, _ in since):
+            st = self._watch(table).state
+            touched = {}
+            for r in (*st.previous_shoe_rounds, *st.rounds, st.current):
+                if r is None or r.file is None:
+                    continue
+                first = since.get((table, r.file))
+                if first is not None and (r.end_seq is None or r.end_seq >= first):
+                    touched[(r.file, r.shoe, r.round)] = (r.shoe, r.round, r.seq, r.end_seq,
+                                                          r.ts, r.text)
+            by_file: dict[str, list[Any]] = {}
+            for (file, *_), row in touched.items():
+                by_file.setdefault(file, []).append(row)
+            last = st.file or next(iter(by_file), "")
+            summary = orjson.dumps(self.table_summary(table))
+            mine = by_file.pop(last, [])
+            # an earlier file's rounds first: the table's state is the newest file's, last
+            out += [(table, f, st.last_seq, st.last_ts, summary, rows)
+                    for f, rows in by_file.items()]
+            out.append((table, last, st.last_seq, st.last_ts, summary, mine))
+        return out
 
     @contextlib.contextmanager
     def pipelined(self) -> Iterator[None]:

@@ -53,6 +53,8 @@ def lookup_rounds(floor: Floor, table: str, *, day: str | None, shoe: str | None
             date = dt.date.fromisoformat(day)
         except ValueError:
             raise RoundLookupError(f"day: YYYY-MM-DD (got {day!r})") from None
+    if table not in floor.tables:  # another floor process took its records in
+        floor.catch_up(table)
     with floor.lock:
         watch = floor.tables.get(table)
         if watch is None:

@@ -225,6 +225,51 @@ class SqlIndex(ABC):
                           (table,) if table is not None else ())
         return [Alert(*row) for row in rows]
 
+    def save_live(self, table: str, file: str, seq: int, ts: str | None, summary: bytes,
+                  rounds: Sequence[tuple[int, int, int, int | None, str, str | None]]) -> None:
+        """A table's live state (``summary``: the ``/api/tables`` row, JSON) and the rounds
+        its last runs touched (shoe, round, start seq, end seq, ts, the round note's text),
+        for any floor process to serve; written just after the runs' commit."""
+        with self.lock, self._transaction():
+            self._run(self.q(
+                "INSERT INTO table_state (table_id, file, seq, ts, summary) VALUES (?, ?, ?, "
+                "?, ?) ON CONFLICT (table_id) DO UPDATE SET file = excluded.file, "
+                "seq = excluded.seq, ts = excluded.ts, summary = excluded.summary "
+                "WHERE table_state.seq <= excluded.seq OR table_state.file <> excluded.file"),
+                (table, file, seq, ts, summary.decode()))
+            for r in rounds:
+                self._run(self.q(
+                    "INSERT INTO rounds (table_id, file, shoe, round, start_seq, end_seq, ts, "
+                    "result) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (table_id, file, "
+                    "shoe, round) DO UPDATE SET end_seq = excluded.end_seq, "
+                    "result = excluded.result"), (table, file, *r))
+
+    def live_state(self, table: str | None = None) -> list[tuple[str, str, int, dict[str, Any]]]:
+        """(table, file, seq, summary) of every table (or one) as the floors committed it."""
+        import orjson
+
+        where = " WHERE table_id = ?" if table is not None else ""
+        rows = self._read(self.q(f"SELECT table_id, file, seq, {self.json_text} FROM "
+                                 f"table_state{where} ORDER BY table_id"),
+                          (table,) if table is not None else ())
+        return [(str(t), str(f), int(s), orjson.loads(j)) for t, f, s, j in rows]
+
+    json_text = "summary"
+
+    def rounds_of(self, table: str, shoe: int | None = None, round_: int | None = None
+                  ) -> list[tuple[str, int, int, int, int | None, str | None]]:
+        """(file, shoe, round, start seq, end seq, result) of a table's rounds, in order."""
+        sql = ("SELECT file, shoe, round, start_seq, end_seq, result FROM rounds "
+               "WHERE table_id = ?")
+        params: list[Any] = [table]
+        if shoe is not None:
+            sql, params = sql + " AND shoe = ?", [*params, shoe]
+        if round_ is not None:
+            sql, params = sql + " AND round = ?", [*params, round_]
+        rows = self._read(self.q(sql + " ORDER BY file, start_seq"), params)
+        return [(str(f), int(sh), int(r), int(a), None if b is None else int(b),
+                 None if t is None else str(t)) for f, sh, r, a, b, t in rows]
+
     # ------------------------------------------------------------------ writing
 
     def commit_run(self, pos: FilePosition, rows: list[tuple[int, str, bytes]],
@@ -422,6 +467,26 @@ class PostgresStore(SqlIndex):
     param = "%s"
     record_text = "record::text"
     shared = True
+    json_text = "summary::text"
+
+    def save_live(self, table: str, file: str, seq: int, ts: str | None, summary: bytes,
+                  rounds: Sequence[tuple[int, int, int, int | None, str, str | None]]) -> None:
+        """One statement, one round trip (the rounds as arrays), on the main connection."""
+        with self.lock:
+            self.db.execute(
+                b"WITH state AS (INSERT INTO table_state (table_id, file, seq, ts, summary) "
+                b"VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT (table_id) DO UPDATE SET "
+                b"file = excluded.file, seq = excluded.seq, ts = excluded.ts, "
+                b"summary = excluded.summary WHERE table_state.seq <= excluded.seq "
+                b"OR table_state.file <> excluded.file) "
+                b"INSERT INTO rounds (table_id, file, shoe, round, start_seq, end_seq, ts, "
+                b"result) SELECT %s, %s, sh, r, a, b, t, x FROM unnest(%s::int[], %s::int[], "
+                b"%s::bigint[], %s::bigint[], %s::text[], %s::text[]) AS u(sh, r, a, b, t, x) "
+                b"ON CONFLICT (table_id, file, shoe, round) DO UPDATE SET "
+                b"end_seq = excluded.end_seq, result = excluded.result",
+                (table, file, seq, ts, summary.decode(), table, file,
+                 *([list(col) for col in zip(*rounds, strict=True)] if rounds
+                   else [[]] * 6)))
 
     def __init__(self, url: str) -> None:
         super().__init__()

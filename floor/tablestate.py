@@ -40,6 +40,8 @@ class RoundSeen:
     ended: bool = False
     text: str | None = None
     data: dict[str, Any] | None = None
+    end_seq: int | None = None  # the round note's seq
+    file: str | None = None  # the log file it was dealt in
 
 
 @dataclass
@@ -171,13 +173,15 @@ class TableState:
                 self.current.cards.append(seen)
             elif before == "ready":  # before bets closed: shown with the next round
                 if self.current is None or self.current.ended:
-                    self.current = RoundSeen(self.round + 1, self.shoe, seq, ts)
+                    self.current = RoundSeen(self.round + 1, self.shoe, seq, ts,
+                                             file=self.file)
                 self.current.cards.append(seen)
         elif etype == "bets_closed":
             early = self.current.cards if (self.current is not None
                                            and not self.current.ended
                                            and self.current.round == self.round + 1) else []
-            self.current = RoundSeen(self.round + 1, self.shoe, seq, ts, cards=list(early))
+            self.current = RoundSeen(self.round + 1, self.shoe, seq, ts, cards=list(early),
+                                     file=self.file)
         elif etype == "round_end":
             if self.current is not None:
                 self.current.ended = True
@@ -217,8 +221,8 @@ class TableState:
                                    self.current.round == n) else None
             if rnd is None:
                 rnd = RoundSeen(n if type(n) is int else self.round, self.shoe,
-                                self.last_seq, self.last_ts or "")
-            rnd.ended, rnd.text, rnd.data = True, text, data
+                                self.last_seq, self.last_ts or "", file=self.file)
+            rnd.ended, rnd.text, rnd.data, rnd.end_seq = True, text, data, self.last_seq
             self.deviation_mark, self._last_note = self._last_note, self.last_seq
             self.rounds.append(rnd)
             self.current = rnd

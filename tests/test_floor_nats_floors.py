@@ -25,6 +25,10 @@ def three_tables(logs: Path) -> list[Path]:
             table_log(logs, "RU-03", "gr-blackjack", "gr-blackjack-day.jsonl")]
 
 
+def three_tables_written(logs: Path) -> list[Path]:
+    return sorted(logs.glob("*/*.jsonl"))
+
+
 def local(paths: list[Path]) -> dict[tuple[str, str, int], str]:
     out = {}
     for path in paths:
@@ -81,6 +85,14 @@ def test_two_floors_on_one_consumer_take_three_tables_once_each_with_no_false_al
     assert rows(db, "SELECT message FROM alerts WHERE code IN ('CHAIN_BREAK', "
                 "'LOG_REWRITTEN')") == []
     assert rows(db, "SELECT count(*) FROM alerts")[0][0] > 0  # PB-02's mistakes
+    live = {t: (s, summary["table"]) for t, _, s, summary in floors[1].store.live_state()}
+    assert live == {t: (s, t) for t, s in last.items()}  # the live state, in PostgreSQL
+    for path in three_tables_written(tmp_path / "logs"):
+        notes = [r["seq"] for r in map(orjson.loads, path.read_bytes().splitlines())
+                 if r.get("kind") == "output" and r["output"].get("type") == "note"
+                 and r["output"].get("kind") == "round"]
+        ends = [e for _, _, _, _, e, _ in floors[0].store.rounds_of(path.parent.name)]
+        assert ends == notes  # every round of the day, where its note is in the log
     for f in floors:  # each record folded once on every floor, whichever took it in
         for t in last:
             assert f.tables[t].state.records == sum(1 for k in want if k[0] == t)
@@ -104,7 +116,16 @@ def test_an_alert_acknowledged_on_one_floor_is_acknowledged_on_the_other(
     finally:
         consumer.stop()
     other = floors[1]
-    assert other.alerts == {}  # it consumed nothing itself
+    assert other.alerts == {} and other.tables == {}  # it consumed nothing, synced nothing
+
+    from floor.rounds import lookup_rounds
+    from floor.views import Disclosure
+
+    def hand(f: Floor) -> list[dict[str, object]]:
+        return lookup_rounds(f, "BP-01", day=None, shoe=None, round_="3",
+                             disclosure=Disclosure.LIVE)
+
+    assert hand(other) == hand(floors[0]) and hand(other)[0]["cards"]  # from PostgreSQL
     other.sync()
     assert other.tables["BP-01"].state.last_seq == floors[0].tables["BP-01"].state.last_seq
     alert = sorted(floors[0].alerts)[0]
