@@ -372,6 +372,27 @@ class DeviceDiagnostic(Event):
     detail: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class WitnessCheckpoint(Event):
+    """The latest checkpoint of this table's chain that the floor signed as a witness
+    (``shoewarden.witness.<table>``, docs/audit-log.md), recorded in the table's own log
+    as it was received: the chain's ``table``, ``file``, ``chain_seq`` and ``chain_hash``,
+    the floor's time ``signed_at``, its key id ``key`` and Ed25519 signature ``sig``.
+
+    An input like any other (so a replay reproduces the log) that no procedure rule looks
+    at: the engine notes nothing and moves nowhere. The table does not judge it either; the
+    signature is checked by whoever verifies the log against the floor's public key."""
+
+    type: ClassVar[str] = "witness_checkpoint"
+    table: str
+    file: str
+    chain_hash: str
+    signed_at: str
+    key: str
+    sig: str
+    chain_seq: int = _within(1)
+
+
 DEVICE_INFO_EVENTS = frozenset({"device_connected", "device_diagnostic"})
 """Events about the devices themselves: valid in every state, never play, never a transition."""
 
@@ -381,6 +402,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         TableOpen, DeckCheck, Shuffle, Cut, CutCardPlaced, ShoeLoaded, BetsClosed, CardDrawn,
         CutCardSeen, Action, StubCount, RoundEnd, DiscardsReturned, DealerChange, PlayersLeft,
         CardReplaced, DeviceFault, DeviceOk, TableClose, DeviceConnected, DeviceDiagnostic,
+        WitnessCheckpoint,
     )
 }
 

@@ -32,12 +32,15 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from floor.follow import LogFile, read_new, scan
+
+if TYPE_CHECKING:
+    from controller.audit.witness import Checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +72,17 @@ def parse_msg_id(text: str) -> tuple[str, str, int] | None:
 
 
 def record_seq(line: bytes) -> int:
-    """A record line's ``seq``, read without parsing the whole record."""
-    at = line.find(b'"seq":')
-    if at < 0:
+    """A record line's top-level ``seq``."""
+    import orjson
+
+    try:
+        rec = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise ValueError("a record that is not JSON") from None
+    seq = rec.get("seq") if isinstance(rec, dict) else None
+    if type(seq) is not int:
         raise ValueError("a record without seq")
-    end = at + 6
-    while end < len(line) and line[end:end + 1].isdigit():
-        end += 1
-    return int(line[at + 6:end])
+    return seq
 
 
 def check_servers(urls: Iterable[str]) -> list[str]:
@@ -401,10 +407,87 @@ class Forwarder:
         return n
 
 
+class WitnessListener:
+    """Follows ``shoewarden.witness.<table>`` for the table: each checkpoint of its chain
+    the floor signed that is newer than the last one handed on goes to ``post`` (the
+    table's runtime records it as a ``witness_checkpoint`` input). It asks the stream for
+    the subject's last message every ``poll`` seconds: only the latest matters, and an
+    outage costs nothing but the checkpoints signed meanwhile (the next one covers them).
+    Runs on a thread of its own, like the forwarder; the engine never waits for it."""
+
+    def __init__(self, table: str, connection: Connection, post: Callable[[Checkpoint], None],
+                 *, poll: float = 0.5) -> None:
+        self.table = table
+        self.connection = connection
+        self.post = post
+        self.poll = poll
+        self.received = 0
+        self.last: tuple[Any, int] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()),
+                                        name="shoewarden-witness-in", daemon=True)
+
+    def start(self) -> WitnessListener:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    async def _main(self) -> None:
+        from nats.js.errors import NotFoundError
+
+        from controller.audit.witness import parse_checkpoints
+        from floor.core import file_order
+
+        nc = None
+        subject = f"{WITNESS_SUBJECT}.{self.table}"
+        while not self._stop.is_set():
+            try:
+                if nc is None:
+                    nc = await self.connection.connect()
+                try:
+                    msg = await nc.jetstream().get_last_msg(STREAM, subject)
+                except NotFoundError:
+                    msg = None
+                if msg is not None:
+                    for cp in parse_checkpoints(bytes(msg.data), subject):
+                        place = (file_order(cp.file), cp.seq)
+                        if cp.table == self.table and (self.last is None or place > self.last):
+                            self.last = place
+                            self.received += 1
+                            self.post(cp)
+            except Exception as exc:  # the broker gone, a message that is no checkpoint
+                log.info("witness listener: %s", exc)
+            await asyncio.sleep(self.poll)
+        if nc is not None:
+            with contextlib.suppress(Exception):
+                await nc.close()
+
+
+def witness_listener_for_log(log_file: str | Path, urls: list[str], connection: Connection,
+                             post: Callable[[Checkpoint], None]) -> WitnessListener:
+    """``--witness-from URL``: the listener of the table whose log is ``log_file``, started
+    (the credentials and TLS files of ``connection``)."""
+    from controller.audit.files import parse_log_name
+
+    path = Path(log_file)
+    parsed = parse_log_name(path.name)
+    if parsed is None or path.parent.name != parsed.table:
+        raise ForwardError(f"--witness-from needs the log in a log directory (--log DIR), "
+                           f"not the file {path}")
+    servers = check_servers(urls)
+    return WitnessListener(parsed.table, Connection(servers, connection.creds,
+                                                    connection.tls_ca), post).start()
+
+
 def connection_from(args: Any) -> Connection:
     """``--publish URL`` (repeated or comma-separated: a cluster), ``--nats-creds FILE``,
     ``--nats-ca FILE``, checked before anything starts."""
-    servers = check_servers(args.publish or [])
+    if getattr(args, "witness_from", None):
+        check_servers(args.witness_from)
+    servers = check_servers(args.publish or getattr(args, "witness_from", None) or [])
     for option, path in (("--nats-creds", args.nats_creds), ("--nats-ca", args.nats_ca)):
         if path is not None and not Path(path).is_file():
             raise ForwardError(f"{option} {path}: no such file")

@@ -49,6 +49,10 @@ def add_publish_options(p: argparse.ArgumentParser, *, required: bool = False) -
                    "records only once the shoe ended (shoe: no card of a shoe reaches the "
                    "network before its end; the floor's alerts come at shoe end too) "
                    "(default live)")
+    p.add_argument("--witness-from", action="append", metavar="URL",
+                   help="record in the table's own log the latest checkpoint of its chain the "
+                   "floor signed (shoewarden.witness.<table> on these NATS servers), as a "
+                   "witness_checkpoint input: nats://HOST:PORT; repeat for a cluster")
 
 
 def add_witness_commands(sub: Any) -> None:

@@ -101,6 +101,10 @@ FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
                           "code": st.sampled_from(["PROTOCOL_ERROR", "DEVICE_IDENTITY", "NAK"]),
                           "kind": st.one_of(st.none(), st.just("bad_crc")),
                           "count": st.one_of(st.none(), st.integers(-1, 40))},
+    "witness_checkpoint": {"table": st.just("BJ-01"), "file": st.just("BJ-01-2026-11-21.jsonl"),
+                           "chain_seq": st.integers(0, 900), "chain_hash": st.just("ab" * 32),
+                           "signed_at": st.just("2026-11-21T10:05:00.000Z"),
+                           "key": st.just("3f2a9c1d"), "sig": st.just("c2ln")},
 }
 
 
@@ -114,7 +118,7 @@ ANY_EVENT = st.sampled_from(sorted(EVENT_TYPES)).flatmap(event_of)
 
 def test_strategies_cover_every_event_type() -> None:
     assert set(FIELDS) == set(EVENT_TYPES)
-    assert len(EVENT_TYPES) == 21
+    assert len(EVENT_TYPES) == 22
 
 
 def _parsed(evs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -26,6 +26,9 @@ GOOD = [
      "firmware_hash": "sha256:00"},
     {"type": "device_diagnostic", "device": "shoe", "code": "PROTOCOL_ERROR",
      "kind": "bad_crc", "count": 1, "total": 3, "detail": "CRC mismatch"},
+    {"type": "witness_checkpoint", "table": "BJ-01", "file": "BJ-01-2026-11-21.jsonl",
+     "chain_seq": 57, "chain_hash": "ab" * 32, "signed_at": "2026-11-21T10:05:00.000Z",
+     "key": "3f2a9c1d0b7e4a55", "sig": "c2lnbmF0dXJl"},
 ]
 
 

@@ -203,8 +203,9 @@ def _new_session(cfg: TableConfig, audit: AuditLog, settings: dict[str, Any]) ->
 def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
               new_log_reason: str | None = None, today: dt.date | None = None,
               utc: Callable[[], str] = utc_now, display: str | None = None,
-              publish: Any = None) -> int:
-    """``publish``: the parsed ``--publish`` options (``floor.forward.connection_from``)."""
+              publish: Any = None, witness: Any = None) -> int:
+    """``publish``: the parsed ``--publish`` options (``floor.forward.connection_from``);
+    ``witness``: the options carrying ``--witness-from`` (``controller.app.witness_in``)."""
     try:
         cfg = load_table_config(config_path)
         key = load_key(cfg.key_file).key if cfg.key_file is not None else None
@@ -230,13 +231,13 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
     with hold:
         return _run_held(cfg, key, drivers, today, settings, stdin=stdin, out=out, err=err,
                          new_log_reason=new_log_reason, utc=utc, display=display,
-                         publish=publish)
+                         publish=publish, witness=witness)
 
 
 def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
               settings: dict[str, Any], *, stdin: IO[str], out: IO[str], err: IO[str],
               new_log_reason: str | None, utc: Callable[[], str],
-              display: str | None = None, publish: Any = None) -> int:
+              display: str | None = None, publish: Any = None, witness: Any = None) -> int:
     """``run`` once the table is held."""
     try:
         make_dirs(cfg.log_dir)
@@ -281,7 +282,7 @@ def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
             return EXIT_BAD_INPUT
     try:
         return _serve_table(cfg, session, recovered, note, drivers, stdin=stdin, out=out,
-                            err=err, utc=utc, shown=shown)
+                            err=err, utc=utc, shown=shown, witness=witness)
     finally:
         if shown is not None:
             shown.stop()
@@ -293,7 +294,7 @@ def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
 
 def _serve_table(cfg: TableConfig, session: TableSession, recovered: Any, note: str | None,
                  drivers: Any, *, stdin: IO[str], out: IO[str], err: IO[str],
-                 utc: Callable[[], str], shown: Any) -> int:
+                 utc: Callable[[], str], shown: Any, witness: Any = None) -> int:
     lock = threading.Lock()
     display = TableDisplay(session, out, lock)
     assert session.audit is not None
@@ -314,6 +315,9 @@ def _serve_table(cfg: TableConfig, session: TableSession, recovered: Any, note: 
                            driver_names={n: str(c.get("driver")) for n, c in cfg.devices.items()},
                            on_fed=display.on_fed, restore_faults=restore, utc=utc)
     console = DealerConsole(session.profile, cfg.table, cfg.decks, clock=utc)
+    from controller.app.witness_in import listen
+
+    witness_in = listen(session.audit.writer.name, witness, runtime) if witness else None
 
     def ask(question: str) -> str | None:
         with lock:
@@ -366,6 +370,8 @@ def _serve_table(cfg: TableConfig, session: TableSession, recovered: Any, note: 
         runtime.request_stop("interrupted")
         runtime.wait(10)
     runtime.join(10)
+    if witness_in is not None:
+        witness_in.stop()
     try:
         session.close()
     except (AuditLogError, OSError) as e:
@@ -393,14 +399,16 @@ def cmd_run(args: Any) -> int:
         # the console refuses the line (DealerConsole.parse)
         sys.stdin.reconfigure(errors="surrogateescape")
     publish = None
-    if getattr(args, "publish", None):
+    if getattr(args, "publish", None) or getattr(args, "witness_from", None):
         from floor.forward import ForwardError, connection_from
 
         try:
-            publish = connection_from(args)
+            connection = connection_from(args)  # checks every URL and file first
         except ForwardError as e:
             print(f"shoewarden run: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        publish = connection if getattr(args, "publish", None) else None
     return run_table(args.table, stdin=sys.stdin, out=sys.stdout, err=sys.stderr,
                      new_log_reason=args.new_log_reason, display=getattr(args, "display", None),
-                     publish=publish)
+                     publish=publish,
+                     witness=args if getattr(args, "witness_from", None) else None)

@@ -91,6 +91,7 @@ from controller.events import (
     StubCount,
     TableClose,
     TableOpen,
+    WitnessCheckpoint,
 )
 from controller.outputs import Note, Output, Prompt, Transition
 from controller.profiles import Profile
@@ -100,7 +101,8 @@ from controller.screening import Finding, ScreenSettings, ShuffleScreen
 _DEVICE_FAULT = DEVICE_FAULT.value
 """The state's plain value: the engine's state is compared with it on every event."""
 
-_FAULT_OWN = frozenset({"device_fault", "device_ok", *DEVICE_INFO_EVENTS})
+_FAULT_OWN = frozenset({"device_fault", "device_ok", "witness_checkpoint",
+                        *DEVICE_INFO_EVENTS})
 """Events a device fault does not hold back: applied in ``device_fault`` itself."""
 
 _Handler = Callable[[Any, Any, list[Output]], "State | None"]
@@ -737,6 +739,10 @@ class TableEngine:
             (f" on {e.port}" if e.port else "") + (f" ({e.driver})" if e.driver else "")
         data = {k: v for k, v in e.to_record().items() if k not in ("type", "t")}
         out.append(Note("device_connected", text, data))
+        return None
+
+    def _on_witness_checkpoint(self, e: WitnessCheckpoint, out: list[Output]) -> State | None:
+        """Recorded, never judged: the floor's signed word on the chain so far."""
         return None
 
     def _on_device_diagnostic(self, e: DeviceDiagnostic, out: list[Output]) -> State | None:

@@ -128,6 +128,7 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         ("table_close", [s for s in open_states if s not in (ROUND, LAST_ROUND)], [CLOSED]),
         ("device_connected", list(states), [None]),
         ("device_diagnostic", list(states), [None]),
+        ("witness_checkpoint", list(states), [None]),
     ]
     if p.card_source != "hand":
         g.append(("shoe_loaded", only(LOAD, CUT_CARD, CUT, OPENING_CHECK, SHUFFLE,

@@ -44,4 +44,5 @@ class BenchOptions:
     nats_creds: str | None = None
     nats_ca: str | None = None
     disclosure: str = "live"  # what the forwarder lets leave the table (floor.forward.HoldBack)
+    witness_from: list[str] | None = None  # NATS URLs of the floor's signed checkpoints
 

@@ -75,6 +75,17 @@ def _forwarder(d: BenchDay, opts: BenchOptions, out: IO[str]) -> Any:
     return fwd
 
 
+def _witness_listener(d: BenchDay, opts: BenchOptions, runtime: TableRuntime) -> Any:
+    """``--witness-from``: the floor's checkpoints of this table's chain into its log."""
+    from controller.app.witness_in import listen
+    from floor.forward import ForwardError
+
+    try:
+        return listen(d.path, opts, runtime)
+    except ForwardError as e:
+        raise BenchError(str(e)) from None
+
+
 def run_bench(opts: BenchOptions, out: IO[str] | None = None) -> BenchResult:
     """The whole bench run; raises :class:`BenchError` for bad input or a failed start."""
     begun = time.monotonic()
@@ -96,6 +107,7 @@ def _deal(d: BenchDay, opts: BenchOptions, out: IO[str], result: BenchResult,
     shown = _display(d, opts, out)
     fwd = _forwarder(d, opts, out)
     sim = None
+    witness_in = None
     stop_console = threading.Event()
     # a bar over the day's steps on a terminal (a day of many shoes runs for minutes);
     # the per-shoe lines print above it
@@ -124,6 +136,7 @@ def _deal(d: BenchDay, opts: BenchOptions, out: IO[str], result: BenchResult,
                                sequencer=sequencer, on_fed=progress,
                                stop_when=lambda: sequencer.ended, restore_faults=d.restore,
                                backoff=BENCH_BACKOFF)
+        witness_in = _witness_listener(d, opts, runtime)
         if d.clear_controller:
             runtime.post_event(DeviceOk(device=CONTROLLER, code=CONTROLLER_ERROR,
                                         detail="bench restarted"))
@@ -144,6 +157,8 @@ def _deal(d: BenchDay, opts: BenchOptions, out: IO[str], result: BenchResult,
             else None
     finally:
         bar.__exit__(None, None, None)
+        if witness_in is not None:
+            witness_in.stop()
         if shown is not None:
             shown.stop()
         stop_console.set()
@@ -174,7 +189,8 @@ def cmd_bench(args: Any) -> int:
                         publish=getattr(args, "publish", None),
                         nats_creds=getattr(args, "nats_creds", None),
                         nats_ca=getattr(args, "nats_ca", None),
-                        disclosure=getattr(args, "disclosure", None) or "live")
+                        disclosure=getattr(args, "disclosure", None) or "live",
+                        witness_from=getattr(args, "witness_from", None))
     try:
         result = run_bench(opts, sys.stdout)
     except BenchError as e:
