@@ -241,8 +241,9 @@ class SqlIndex(ABC):
                 self._run(self.q(
                     "INSERT INTO rounds (table_id, file, shoe, round, start_seq, end_seq, ts, "
                     "result) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (table_id, file, "
-                    "shoe, round) DO UPDATE SET end_seq = excluded.end_seq, "
-                    "result = excluded.result"), (table, file, *r))
+                    "shoe, round) DO UPDATE SET end_seq = coalesce(excluded.end_seq, "
+                    "rounds.end_seq), result = coalesce(excluded.result, rounds.result)"),
+                    (table, file, *r))  # a round once ended stays ended (a slower floor)
 
     def live_state(self, table: str | None = None) -> list[tuple[str, str, int, dict[str, Any]]]:
         """(table, file, seq, summary) of every table (or one) as the floors committed it."""
@@ -483,7 +484,8 @@ class PostgresStore(SqlIndex):
                 b"result) SELECT %s, %s, sh, r, a, b, t, x FROM unnest(%s::int[], %s::int[], "
                 b"%s::bigint[], %s::bigint[], %s::text[], %s::text[]) AS u(sh, r, a, b, t, x) "
                 b"ON CONFLICT (table_id, file, shoe, round) DO UPDATE SET "
-                b"end_seq = excluded.end_seq, result = excluded.result",
+                b"end_seq = coalesce(excluded.end_seq, rounds.end_seq), "
+                b"result = coalesce(excluded.result, rounds.result)",
                 (table, file, seq, ts, summary.decode(), table, file,
                  *([list(col) for col in zip(*rounds, strict=True)] if rounds
                    else [[]] * 6)))
