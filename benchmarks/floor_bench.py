@@ -90,19 +90,14 @@ def catch_up(root: Path, work: Path, keep_records: bool,
     return n, elapsed
 
 
-def alert_latency(n: int, pace: float, work: Path) -> tuple[list[float], int]:
-    logs = work / "live"
-    logs.mkdir()
-    floor = Floor([logs], FloorStore(str(work / "live.sqlite")), audit_dir=work / "livelog",
-                  silent_after=float("inf"))
-    web = ServerThread(floor_app(floor), "127.0.0.1", 0).start()
-    got: list[tuple[float, dict]] = []
-    stop = threading.Event()
-    ready = threading.Event()
-
-    def listen() -> None:
+def listen_for_alerts(port: int, got: list[tuple[float, dict]], stop: threading.Event,
+                      ready: threading.Event, tries: int) -> None:
+    """Follow the floor's live stream (``/api/events``, SSE) on ``port``: each alert, with
+    the time it arrived, into ``got``; ``ready`` once connected; until ``stop``. Tries to
+    connect ``tries`` times, 0.1 s apart (a floor process that is still starting)."""
+    for _ in range(tries):
         try:
-            with httpx.stream("GET", f"http://127.0.0.1:{web.port}/api/events",
+            with httpx.stream("GET", f"http://127.0.0.1:{port}/api/events",
                               timeout=None) as r:
                 ready.set()
                 event = None
@@ -113,10 +108,22 @@ def alert_latency(n: int, pace: float, work: Path) -> tuple[list[float], int]:
                         got.append((time.time(), orjson.loads(line[6:])["alert"]))
                     if stop.is_set():
                         return
+            return
         except httpx.HTTPError:
-            pass
+            time.sleep(0.1)
 
-    threading.Thread(target=listen, daemon=True).start()
+
+def alert_latency(n: int, pace: float, work: Path) -> tuple[list[float], int]:
+    logs = work / "live"
+    logs.mkdir()
+    floor = Floor([logs], FloorStore(str(work / "live.sqlite")), audit_dir=work / "livelog",
+                  silent_after=float("inf"))
+    web = ServerThread(floor_app(floor), "127.0.0.1", 0).start()
+    got: list[tuple[float, dict]] = []
+    stop = threading.Event()
+    ready = threading.Event()
+    threading.Thread(target=listen_for_alerts, args=(web.port, got, stop, ready, 1),
+                     daemon=True).start()
     ready.wait(10)
     benches = []
     for i in range(n):

@@ -46,9 +46,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-import orjson
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.servers: the private servers the tests use
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -179,25 +176,10 @@ def alert_latency(n: int, publishers: int, pace: float, events: int, work: Path,
     stop = threading.Event()
     ready = threading.Event()
 
-    def listen() -> None:
-        for _ in range(200):  # until the floor serves
-            try:
-                with httpx.stream("GET", f"http://127.0.0.1:{port}/api/events",
-                                  timeout=None) as r:
-                    ready.set()
-                    event = None
-                    for line in r.iter_lines():
-                        if line.startswith("event: "):
-                            event = line[7:]
-                        elif line.startswith("data: ") and event == "alert":
-                            got.append((time.time(), orjson.loads(line[6:])["alert"]))
-                        if stop.is_set():
-                            return
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
+    import floor_bench
 
-    threading.Thread(target=listen, daemon=True).start()
+    threading.Thread(target=floor_bench.listen_for_alerts,
+                     args=(port, got, stop, ready, 200), daemon=True).start()
     if not ready.wait(30):
         floor.kill()
         raise SystemExit("floor NATS bench: the floor did not serve /api/events")
