@@ -55,6 +55,14 @@ SYNC_EVERY = 1.0
 WAIT_FOR_PREDECESSOR = 1.0
 
 
+def stream_sequence(msg: Any) -> int:
+    """A message's place in the stream (0 for one without JetStream metadata)."""
+    try:
+        return int(msg.metadata.sequence.stream)
+    except Exception:  # not a JetStream message: keep it where it came
+        return 0
+
+
 class NatsConsumer:
     """Feeds ``floor`` from the stream, on an asyncio loop in a thread of its own."""
 
@@ -148,7 +156,11 @@ class NatsConsumer:
         done: set[int] = set()  # id() of the messages answered
         shared = self.floor.store.shared
         try:
-            for msg in msgs:
+            # in stream order: a batch may hold a killed floor's records, delivered again
+            # after the ack wait, behind the records that follow them; taken as delivered,
+            # the first of those would be held back with everything after it, the records
+            # it follows too, and come back in the same order, batch after batch
+            for msg in sorted(msgs, key=stream_sequence):
                 parsed = parse_msg_id((msg.headers or {}).get("Nats-Msg-Id", ""))
                 if parsed is None:  # not a record the forwarder sent: nothing to index
                     log.warning("floor: NATS: a message on %s without a table:file:seq id",
