@@ -17,15 +17,20 @@ Prints:
   publishing at once. Each is a lightweight table, not a full bench (2 cores): a thread
   feeding a Banco Punto day with three dealer mistakes (``config/examples/``) to the real
   session at ``--pace`` seconds an event, writing its real log (fsync per input), with the
-  real forwarder (``forwarder_for_log``, as ``bench --publish`` starts it) publishing it;
+  real forwarder publishing it (on a thread, ``forwarder_for_log``: ``bench --publish``
+  runs the same forwarder in a child process, but 50 of those, each an interpreter of its
+  own, do not fit this machine beside 50 tables; the latency is the forwarder's and the
+  floor's, not the GIL's);
   the tables are spread over ``--publishers`` processes and start staggered. The floor is
   ``shoewarden floor --nats … --db postgresql://…`` in a process of its own; for every
   alert, the time from the deviation record's ``ts`` (the table's writer, before its
   fsync) to the alert arriving at a client of the floor's ``/api/events``: p50, p99, max;
-- **publish overhead on card latency** (target ≤ 0.1 ms p99 added): the card latency of
+- **publish overhead on card latency** (target ≤ 0.1 ms p99 added, judged on what
+  ``--publish`` runs: the forwarder as a child process of the table): the card latency of
   ``benchmarks/device_bench.py`` (simulator's last byte of a card frame on the pty → the
-  card's record fsynced), measured with and without the table's forwarder publishing its
-  log to NATS in the same process, alternated in the same run (``--ab-rounds`` of each).
+  card's record fsynced), measured without the forwarder, with it as ``--publish`` starts
+  it (a child process), and with it as a thread of the table's process (the former design,
+  printed for comparison), alternated in the same run (``--ab-rounds`` of each).
 
 Usage: ``python benchmarks/floor_nats_bench.py [--tables N] [--live-tables N]
 [--publishers N] [--pace S] [--cards N] [--ab-rounds N]``
@@ -36,7 +41,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import signal
 import statistics
 import subprocess
 import sys
@@ -56,6 +60,7 @@ from controller.profiles import load_profile  # noqa: E402
 from controller.session import TableSession  # noqa: E402
 from floor.core import Floor, parse_ts  # noqa: E402
 from floor.forward import Connection, Forwarder, finish, forwarder_for_log  # noqa: E402
+from floor.forward_process import forwarder_process_for_log  # noqa: E402
 from floor.store import PostgresStore  # noqa: E402
 from tests.servers import free_port, nats, postgres  # noqa: E402
 
@@ -228,10 +233,19 @@ def alert_latency(n: int, publishers: int, pace: float, events: int, work: Path,
 # --------------------------------------------------------------------------- publish overhead
 
 
-#: the A/B's arms: no forwarder; the forwarder as ``--publish`` runs it (a thread of the
-#: table's process); the same forwarder as a process of its own (``shoewarden forward
-#: --follow`` on the table's log directory)
-ARMS = ("off", "thread", "process")
+#: the A/B's arms: no forwarder; the forwarder as ``--publish`` runs it (a child process of
+#: the table: ``forwarder_process_for_log``, ``shoewarden forward --until-eof``); the same
+#: forwarder as a thread of the table's process (``forwarder_for_log``: the former design,
+#: kept for comparison)
+ARMS = ("off", "process", "thread")
+
+
+def verdict(arm: str, added_ms: float) -> str:
+    """The target is judged on what ``--publish`` runs (the process arm) only."""
+    if arm != "process":
+        return ""
+    return (f" (target <= {TARGET_ADDED_MS} ms: "
+            f"{'OK' if added_ms <= TARGET_ADDED_MS else 'MISSED'})")
 
 
 def publish_overhead(work: Path, nats_url: str, cards: int, rounds: int
@@ -254,10 +268,8 @@ def publish_overhead(work: Path, nats_url: str, cards: int, rounds: int
                 if arm == "thread":
                     into.append(forwarder_for_log(log_path, Connection([nats_url])))
                 elif arm == "process":
-                    into.append(subprocess.Popen(
-                        [sys.executable, "-m", "controller", "forward", "--logs",
-                         str(log_path.parent.parent), "--publish", nats_url, "--follow"],
-                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+                    into.append(forwarder_process_for_log(log_path, Connection([nats_url]),
+                                                          say=print))
 
             synced = len(device_bench.CARD_SYNC)
             latency, _ = device_bench.card_latency(directory, 1, cards, on_log=started,
@@ -267,10 +279,9 @@ def publish_overhead(work: Path, nats_url: str, cards: int, rounds: int
                 finish(fwd[0], 30)
                 ok = fwd[0].published > 0 and not fwd[0].alive_after_stop()
             elif arm == "process":
-                time.sleep(0.5)  # the rest of the log out, then stop it as an operator would
-                fwd[0].send_signal(signal.SIGINT)
-                said = fwd[0].communicate(timeout=30)[0]
-                ok = " 0 record(s) published" not in said and "published" in said
+                fwd[0].finish(30)  # as run/bench do at their end
+                ok = fwd[0].published > 0 and not fwd[0].alive_after_stop() \
+                    and not fwd[0].exits
             else:
                 ok = True
             if not ok:
@@ -350,10 +361,10 @@ def main(argv: list[str] | None = None) -> int:
             code = 1
         ab = publish_overhead(work, broker.url, args.cards, args.ab_rounds)
         (off, off_sw) = ab["off"]
-        for arm, what in (("thread", "with --publish (the forwarder a thread of the "
-                                     "table's process, as built)"),
-                          ("process", "with the forwarder a process of its own (shoewarden "
-                                      "forward --follow)")):
+        for arm, what in (("process", "with the forwarder as --publish runs it (a child "
+                                      "process of the table)"),
+                          ("thread", "with the forwarder a thread of the table's process "
+                                     "(the former design, for comparison)")):
             on, on_sw = ab[arm]
             added = (pctl(on, 99) - pctl(off, 99)) * 1e3
             added_sw = (pctl(on_sw, 99) - pctl(off_sw, 99)) * 1e3
@@ -361,10 +372,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.ab_rounds} alternations, {len(off)} / {len(on)} cards: p50 "
                   f"{statistics.median(off) * 1e3:.3f} / {statistics.median(on) * 1e3:.3f} "
                   f"ms, p99 {pctl(off, 99) * 1e3:.3f} / {pctl(on, 99) * 1e3:.3f} ms: adds "
-                  f"{added:+.3f} ms at p99 (target <= {TARGET_ADDED_MS} ms: "
-                  f"{'OK' if added <= TARGET_ADDED_MS else 'MISSED'}); without the card's "
-                  f"own fsync p99 {pctl(off_sw, 99) * 1e3:.3f} / "
-                  f"{pctl(on_sw, 99) * 1e3:.3f} ms ({added_sw:+.3f} ms)")
+                  f"{added:+.3f} ms at p99{verdict(arm, added)}; without the card's own "
+                  f"fsync (software time) p99 {pctl(off_sw, 99) * 1e3:.3f} / "
+                  f"{pctl(on_sw, 99) * 1e3:.3f} ms: {added_sw:+.3f} ms"
+                  f"{verdict(arm, added_sw)}")
     return code
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -128,8 +129,19 @@ def cmd_forward(args: argparse.Namespace) -> int:
     except ForwardError as exc:
         print(f"shoewarden forward: {exc}", file=sys.stderr)
         return 2
+    until_eof = getattr(args, "until_eof", False)
     fwd = Forwarder([Path(d) for d in args.logs], connection,
-                    stop_when_done=not args.follow)
+                    tables=frozenset(args.table) if getattr(args, "table", None) else None,
+                    stop_when_done=not (args.follow or until_eof))
+    if until_eof:  # the child of a table's run/bench --publish (floor.forward_process)
+        import json
+
+        from floor.forward_process import follow_until_eof
+
+        status = follow_until_eof(fwd, args.finish_timeout)
+        with contextlib.suppress(OSError, ValueError):  # the table may be gone
+            print(json.dumps(status), flush=True)
+        return 0 if fwd.error is None else 1
     fwd.start()
     try:
         fwd.join()

@@ -22,8 +22,10 @@ floor receives the table's records unaltered and verifies its chain exactly as i
 live, only later. A table with no shoe that ends (a continuous shuffler, hand-dealt stud)
 has no count to protect and publishes live.
 
-nats-py is asyncio: its loop runs on a thread of its own (:meth:`Forwarder.start`); the
-table's engine thread never calls into it and never waits for it.
+nats-py is asyncio: its loop runs on a thread of its own (:meth:`Forwarder.start`). ``run``
+and ``bench --publish`` run it in a child process of its own (``shoewarden forward
+--until-eof``, :mod:`floor.forward_process`), so that its work never takes the GIL from the
+table's engine thread; the table never calls into it and never waits for it.
 """
 
 from __future__ import annotations
@@ -470,16 +472,10 @@ def witness_listener_for_log(log_file: str | Path, urls: list[str], connection: 
                              post: Callable[[Checkpoint], None]) -> WitnessListener:
     """``--witness-from URL``: the listener of the table whose log is ``log_file``, started
     (the credentials and TLS files of ``connection``)."""
-    from controller.audit.files import parse_log_name
-
-    path = Path(log_file)
-    parsed = parse_log_name(path.name)
-    if parsed is None or path.parent.name != parsed.table:
-        raise ForwardError(f"--witness-from needs the log in a log directory (--log DIR), "
-                           f"not the file {path}")
+    table = table_of_log(Path(log_file), "--witness-from")
     servers = check_servers(urls)
-    return WitnessListener(parsed.table, Connection(servers, connection.creds,
-                                                    connection.tls_ca), post).start()
+    return WitnessListener(table, Connection(servers, connection.creds,
+                                             connection.tls_ca), post).start()
 
 
 def connection_from(args: Any) -> Connection:
@@ -495,16 +491,26 @@ def connection_from(args: Any) -> Connection:
                       disclosure=getattr(args, "disclosure", None) or "live")
 
 
-def forwarder_for_log(log_file: str | Path, connection: Connection) -> Forwarder:
-    """The forwarder of the table whose log is ``log_file`` (``<root>/<table>/…``), started."""
+def table_of_log(path: Path, option: str) -> str:
+    """The table whose log is ``path``, laid out as ``<root>/<table>/<table>-<date>.jsonl``
+    (what the forwarder and the witness listener follow)."""
     from controller.audit.files import parse_log_name
 
-    path = Path(log_file)
     parsed = parse_log_name(path.name)
     if parsed is None or path.parent.name != parsed.table:
-        raise ForwardError(f"--publish needs the log in a log directory (--log DIR), not "
+        raise ForwardError(f"{option} needs the log in a log directory (--log DIR), not "
                            f"the file {path}")
-    fwd = Forwarder([path.parent.parent], connection, tables=frozenset({parsed.table}))
+    return parsed.table
+
+
+def forwarder_for_log(log_file: str | Path, connection: Connection) -> Forwarder:
+    """The forwarder of the table whose log is ``log_file`` (``<root>/<table>/…``), started
+    on a thread of this process. ``run``/``bench --publish`` start it in a child process
+    instead (:mod:`floor.forward_process`); this is the former design, kept for the
+    benchmark's comparison and for many simulated tables in one process."""
+    path = Path(log_file)
+    table = table_of_log(path, "--publish")
+    fwd = Forwarder([path.parent.parent], connection, tables=frozenset({table}))
     fwd.start()
     return fwd
 
@@ -515,9 +521,15 @@ def finish(fwd: Forwarder, timeout: float = 10.0) -> str:
     fwd.stop_when_done = True
     fwd.join(timeout)
     fwd.stop(1)
-    behind = fwd.alive_after_stop()
-    return (f"published {fwd.published} record(s) to NATS"
-            + (f"; {fwd.held} held back until their shoe ends (disclosure shoe)"
-               if fwd.held else "")
+    return finish_line(fwd.published, fwd.held, fwd.alive_after_stop(), timeout)
+
+
+def finish_line(published: int, held: int, behind: bool, timeout: float, *,
+                duplicates: int = 0) -> str:
+    """The operator's line at the table's end, the thread's or the child process's."""
+    return (f"published {published} record(s) to NATS"
+            + (f" ({duplicates} already in the stream)" if duplicates else "")
+            + (f"; {held} held back until their shoe ends (disclosure shoe)"
+               if held else "")
             + (f"; the broker did not take the rest in {timeout:.0f} s: "
                "`shoewarden forward` sends them" if behind else ""))

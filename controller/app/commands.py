@@ -213,6 +213,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_publish_options(forward, required=True)
     forward.add_argument("--follow", action="store_true",
                          help="keep following the logs as they grow (Ctrl-C stops)")
+    forward.add_argument("--table", action="append", metavar="ID",
+                         help="only this table's logs (repeat for more)")
+    forward.add_argument("--until-eof", action="store_true",
+                         help="follow until stdin is closed (the table that started this "
+                         "process stopped or died) or SIGTERM, then send what is left "
+                         "(--finish-timeout) and print one JSON status line: how run/bench "
+                         "--publish start it")
+    forward.add_argument("--finish-timeout", type=_seconds, default=10.0, metavar="S",
+                         help="with --until-eof: seconds to send what is left (default 10)")
     forward.set_defaults(func=cmd_forward)
 
     demo = sub.add_parser(

@@ -268,12 +268,17 @@ def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
             err.write(f"shoewarden run: {e}\n")
             return EXIT_BAD_INPUT
     fwd = None
-    if publish is not None:  # the forwarder: this table's log to NATS, from its own thread
-        from floor.forward import ForwardError, forwarder_for_log
+    if publish is not None:  # the forwarder: this table's log to NATS, a child process
+        from floor.forward import ForwardError
+        from floor.forward_process import forwarder_process_for_log
+
+        def say(line: str) -> None:
+            err.write(f"shoewarden run: {line}\n")
+            err.flush()
 
         assert session.audit is not None
         try:
-            fwd = forwarder_for_log(session.audit.writer.name, publish)
+            fwd = forwarder_process_for_log(session.audit.writer.name, publish, say=say)
         except ForwardError as e:
             if shown is not None:
                 shown.stop()
@@ -287,9 +292,7 @@ def _run_held(cfg: TableConfig, key: bytes | None, drivers: Any, today: dt.date,
         if shown is not None:
             shown.stop()
         if fwd is not None:
-            from floor.forward import finish
-
-            out.write(f"{finish(fwd)}\n")
+            out.write(f"{fwd.finish()}\n")
 
 
 def _serve_table(cfg: TableConfig, session: TableSession, recovered: Any, note: str | None,

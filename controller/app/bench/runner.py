@@ -58,13 +58,19 @@ def _display(d: BenchDay, opts: BenchOptions, out: IO[str]) -> Any:
 
 
 def _forwarder(d: BenchDay, opts: BenchOptions, out: IO[str]) -> Any:
-    """The forwarder (``--publish``): the log to NATS JetStream from a thread of its own."""
+    """The forwarder (``--publish``): the log to NATS JetStream from a child process of its
+    own (``floor.forward_process``: no GIL shared with the engine thread)."""
     if not opts.publish:
         return None
-    from floor.forward import ForwardError, connection_from, forwarder_for_log
+    from floor.forward import ForwardError, connection_from
+    from floor.forward_process import forwarder_process_for_log
+
+    def say(line: str) -> None:
+        sys.stderr.write(f"bench: {line}\n")
+        sys.stderr.flush()
 
     try:
-        fwd = forwarder_for_log(d.path, connection_from(opts))
+        fwd = forwarder_process_for_log(d.path, connection_from(opts), say=say)
     except ForwardError as e:
         d.hold.release()
         raise BenchError(str(e)) from None
@@ -172,9 +178,7 @@ def _deal(d: BenchDay, opts: BenchOptions, out: IO[str], result: BenchResult,
             result.failure = result.failure or f"the audit log could not be written: {e}"
         finally:
             if fwd is not None:  # the day's last records too, as far as the broker takes them
-                from floor.forward import finish
-
-                out.write(f"bench: {finish(fwd)}\n")
+                out.write(f"bench: {fwd.finish()}\n")
             d.hold.release()
 
 
