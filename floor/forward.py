@@ -288,6 +288,10 @@ class Forwarder:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def running(self) -> bool:
+        """True while the loop's thread runs (it ends on its own only on an error)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def alive_after_stop(self) -> bool:
         """True when the loop had not caught up when it was stopped."""
         return not self._caught_up

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -48,6 +49,9 @@ STATUS_KEYS = ("published", "duplicates", "held", "caught_up", "failures", "erro
 EXIT_GRACE = 5.0
 RESTART_FIRST = 1.0
 RESTART_MAX = 30.0
+#: the child's niceness: on a table's few cores the engine thread comes first; the
+#: forwarder is not in a hurry (a record waits a few ms more, the floor sees it later)
+NICE = 10
 #: a child that ran this long before it died is restarted after RESTART_FIRST again
 RESTART_RESET_AFTER = 60.0
 
@@ -240,12 +244,14 @@ def follow_until_eof(fwd: Any, timeout: float) -> dict[str, Any]:
                         asked[0] = float(parts[1])
         ended.set()
 
+    with contextlib.suppress(OSError):  # before its threads start: they inherit it
+        os.nice(NICE)
     signal.signal(signal.SIGTERM, lambda *_: ended.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the table's to act on
     threading.Thread(target=read_stdin, name="stdin-eof", daemon=True).start()
     fwd.start()
     while not ended.wait(0.2):
-        if fwd._thread is not None and not fwd._thread.is_alive():
+        if not fwd.running():
             break  # the forwarder stopped on an error: exit, the table starts another
     finish(fwd, asked[0])
     return {"published": fwd.published, "duplicates": fwd.duplicates, "held": fwd.held,
