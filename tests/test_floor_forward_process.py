@@ -150,3 +150,45 @@ def test_a_forwarder_killed_is_reported_once_and_started_again_the_table_deals_o
     assert line.startswith("published ") and "did not take the rest" not in line
     assert stream_messages(nats_server.url) == want  # resumed: nothing twice, no gap
     assert [orjson.loads(m[2])["seq"] for m in want] == list(range(1, len(want) + 1))
+
+
+def children_of(pid: int) -> list[tuple[int, str]]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append((int(proc.name), cmdline))
+    return out
+
+
+def test_bench_publish_deals_on_through_its_forwarder_killed_and_says_so(
+        nats_server: NatsServer, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    bench = subprocess.Popen(
+        [sys.executable, "-m", "controller", "bench", "--profile", "gr-banco-punto",
+         "--shoes", "1", "--seed", "5", "--pace", "0.01", "--log", str(logs), "--table",
+         "PB-02", "--publish", nats_server.url, "--no-progress"], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (found := [p for p, cmd in children_of(bench.pid) if "--until-eof" in cmd]):
+            assert time.monotonic() < deadline and bench.poll() is None, "no forwarder child"
+            time.sleep(0.05)
+        assert "--table PB-02" in dict(children_of(bench.pid))[found[0]]
+        time.sleep(0.5)
+        os.kill(found[0], signal.SIGKILL)
+        out, err = bench.communicate(timeout=240)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+    assert bench.returncode == 0, out + err  # the table dealt its day
+    assert err.count("exited with status -9 (killed by SIGKILL)") == 1, err
+    assert "bench: published" in out and "did not take the rest" not in out
+    path = next((logs / "PB-02").glob("*.jsonl"))
+    assert stream_messages(nats_server.url) == expected(path, "PB-02")  # once, in order
