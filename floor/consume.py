@@ -32,6 +32,7 @@ from floor.forward import (
     WITNESS_SUBJECT,
     Connection,
     ensure_stream,
+    load_nats,
     parse_msg_id,
 )
 from floor.store import FilePosition
@@ -84,6 +85,7 @@ class NatsConsumer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        load_nats()  # on this thread: a first import on two threads at once breaks
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()),
                                         name="floor-nats", daemon=True)
         self._thread.start()

@@ -57,6 +57,22 @@ class ForwardError(ValueError):
     """Bad forwarder options (a URL that is not nats://, a missing credentials file)."""
 
 
+def load_nats() -> None:
+    """Import nats-py whole, on the calling thread, before a thread of ours first uses it.
+
+    nats-py's modules import one another (``nats.js`` and ``nats.js.errors`` in a circle,
+    ``nc.jetstream()`` reading the attribute ``nats.js``). Imported for the first time on
+    two threads at once — a forwarder's or consumer's loop, a witness listener, a test
+    publishing — one of them sees a module half made: ``AttributeError: module 'nats' has
+    no attribute 'js'`` or ``ImportError: … partially initialized module
+    'nats.js.errors'`` (both seen in tests/test_floor_nats_tamper.py). Every ``start``
+    below calls this first, so the loops find it all imported."""
+    import nats
+    import nats.js
+    import nats.js.api
+    import nats.js.errors  # noqa: F401
+
+
 def audit_subject(table: str) -> str:
     return f"{AUDIT_SUBJECT}.{table}"
 
@@ -268,6 +284,7 @@ class Forwarder:
     # ------------------------------------------------------------------ the thread
 
     def start(self) -> None:
+        load_nats()
         self._thread = threading.Thread(target=self.run, name="shoewarden-forwarder",
                                         daemon=True)
         self._thread.start()
@@ -434,6 +451,7 @@ class WitnessListener:
                                         name="shoewarden-witness-in", daemon=True)
 
     def start(self) -> WitnessListener:
+        load_nats()
         self._thread.start()
         return self
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from floor.forward import STREAM
+from floor.forward import STREAM, load_nats
 
 
 def stream_messages(url: str, subject_prefix: str = "shoewarden.audit.") -> list[Any]:
@@ -70,6 +70,7 @@ class Subscriber:
         await nc.close()
 
     def __enter__(self) -> Subscriber:
+        load_nats()  # before the thread: see floor.forward.load_nats
         self._thread.start()
         assert self._ready.wait(10), "the subscriber did not connect"
         return self
