@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import operator
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
@@ -139,14 +139,13 @@ class Replayer:
 
     def _context_check(self, rec: LogRecord, what: str,
                        expected: dict[str, Any] | None = None) -> None:
+        """Record a difference where the logged context is not ``expected`` (the engine's
+        context now, by default). The callers first compare :func:`_logged_key` with
+        :attr:`_after_key`, the usual case, without building a dict."""
         assert self.session is not None
         if expected is None:
             expected = self.session.engine.context()
         r = rec.record
-        if (r.get("table"), r.get("shoe"), r.get("round"), r.get("state")) == (
-                expected["table"], expected["shoe"], expected["round"], expected["state"]) \
-                and len(expected) == len(CONTEXT):
-            return  # the usual case, compared without building the logged context
         logged = {k: r.get(k) for k in CONTEXT}
         if logged != expected:
             self.differences.append(Difference(rec.seq, rec.file, rec.line,
@@ -156,9 +155,7 @@ class Replayer:
         if self.session is None:
             raise ReplayError(f"{rec.file}: line {rec.line}: an input before any header "
                               "(the profile is unknown)")
-        r = rec.record
-        if self._after_key is None or (r.get("table"), r.get("shoe"), r.get("round"),
-                                       r.get("state")) != self._after_key:
+        if self._after_key is None or _logged_key(rec.record) != self._after_key:
             # (the engine has not moved since its last input: the context it left then)
             self._context_check(rec, "before the input")
         self.inputs += 1
@@ -173,15 +170,13 @@ class Replayer:
         outputs = self.session.feed(event, line=rec.record.get("line"))
         self._replayed = [o.to_record() for o in outputs]
         self._after = after = self.session.engine.context()  # what its outputs carry
-        self._after_key = (after["table"], after["shoe"], after["round"], after["state"]) \
-            if len(after) == len(CONTEXT) else None
+        self._after_key = _logged_key(after) if len(after) == len(CONTEXT) else None
 
     def _output(self, rec: LogRecord) -> None:
         self.outputs += 1
         r = rec.record
         self._logged.append((rec, r.get("output")))
-        if self.session is not None and (r.get("table"), r.get("shoe"), r.get("round"),
-                                         r.get("state")) != self._after_key:
+        if self.session is not None and _logged_key(r) != self._after_key:
             self._context_check(rec, "of the output", self._after)  # names the difference
 
     def _flush(self) -> None:
@@ -220,6 +215,11 @@ class Replayer:
 
 
 _OUTPUT = operator.itemgetter(1)  # a logged (record, output) pair's output
+
+
+def _logged_key(record: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
+    """A record's (or the engine's) context as one tuple: table, shoe, round, state."""
+    return record.get("table"), record.get("shoe"), record.get("round"), record.get("state")
 
 
 def _key(value: Any) -> str:
