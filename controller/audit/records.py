@@ -47,32 +47,9 @@ class LogRecord(NamedTuple):
 
 
 #: how far long work has got: called with a phase ("verifying", "reading") and the bytes
-#: read since the last call, in steps of about :data:`METER_STEP` (a terminal progress bar;
-#: the audit layer itself shows nothing)
+#: read since the last call, once per run of lines read (about 48 KiB; a terminal progress
+#: bar; the audit layer itself shows nothing)
 Meter = Callable[[str, int], None]
-METER_STEP = 1 << 18
-
-
-def metered(lines: Iterable[bytes], meter: Meter | None, phase: str) -> Iterator[bytes]:
-    """``lines`` as they are, reporting the bytes read to ``meter`` every ~256 KiB (with
-    no meter, the lines' own iterator: a generator layer costs a tenth of verify's time)."""
-    if meter is None:
-        return iter(lines)
-    return _metered(lines, meter, phase)
-
-
-def _metered(lines: Iterable[bytes], meter: Meter, phase: str) -> Iterator[bytes]:
-    pending = 0
-    try:
-        for raw in lines:
-            pending += len(raw)
-            if pending >= METER_STEP:
-                meter(phase, pending)
-                pending = 0
-            yield raw
-    finally:
-        if pending:
-            meter(phase, pending)
 
 
 class LogReader:
