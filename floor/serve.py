@@ -16,7 +16,7 @@ import uvicorn
 
 
 class HostPortError(ValueError):
-    pass
+    """A ``--http``/``--display`` value that is not ``HOST:PORT``."""
 
 
 def host_port(text: str) -> tuple[str, int]:

@@ -116,7 +116,6 @@ class SqlIndex(ABC):
     @abstractmethod
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """One statement on the writing connection; its rows (none for a plain write)."""
-        raise NotImplementedError
 
     @abstractmethod
     def _transaction(self) -> contextlib.AbstractContextManager[None]:
@@ -129,7 +128,6 @@ class SqlIndex(ABC):
     @abstractmethod
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """A query from another thread (the web's round look-ups) while the follower writes."""
-        raise NotImplementedError
 
     @abstractmethod
     def close(self) -> None:
