@@ -18,39 +18,61 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from controller.cards import Card, pack
+from controller.engine import TableEngine
+from controller.events import parse_event
+from controller.outputs import Note
 from controller.profiles import Profile
 from controller.screening import Finding, ScreenSettings, ShuffleScreen
 from simulators import shuffles
 from simulators.dealer import DayPlan, table_day
 
-Shape = tuple[int, ...]  # cards per pile, in the order dealt
+Round = tuple[int, ...]
+"""One round's pile, a number per card in the order read: the hand the referee placed it
+in (0, 1, … in the order the hands were first dealt to), -1 for a card no hand holds (a
+burn)."""
+Shape = tuple[Round, ...]  # the rounds' piles, in the order dealt
+
+
+def size(shape: Shape) -> int:
+    """The cards a shoe of this shape reads."""
+    return sum(map(len, shape))
 
 
 def shapes_for(profile: Profile, seed: int = 0, shoes: int = 6) -> list[Shape]:
-    """The pile sizes of the shoes of correct simulated days of ``profile``."""
+    """The piles of the shoes of correct simulated days of ``profile``: per round, the
+    hand of each card, as the engine's referee placed them (its round notes)."""
     out: list[Shape] = []
     plan = DayPlan(shoes=shoes, rounds_per_block=3, dealer_changes=True)
-    current: list[int] = []
+    engine = TableEngine(profile)
+    current: list[Round] = []
     pile = 0
     for step in table_day(profile, seed, plan):
         t = step.event["type"]
+        outputs = engine.handle(parse_event(step.event))
         if t == "shuffle" and (current or pile):
-            out.append(tuple(current + ([pile] if pile else [])))
+            out.append(tuple(current + ([(-1,) * pile] if pile else [])))
             current, pile = [], 0
         elif t == "card":
             pile += 1
         elif t == "round_end" and pile:
-            current.append(pile)
+            hands: list[object] = next(
+                ([c.get("to") for c in o.data.get("cards", ())] for o in outputs
+                 if isinstance(o, Note) and o.kind == "round"), [])
+            hands = hands[-pile:]
+            number: dict[object, int] = {}
+            for h in hands:
+                number.setdefault(h, len(number))
+            current.append((-1,) * (pile - len(hands)) + tuple(number[h] for h in hands))
             pile = 0
     if current or pile:
-        out.append(tuple(current + ([pile] if pile else [])))
+        out.append(tuple(current + ([(-1,) * pile] if pile else [])))
     return out
 
 
 def settings_for(profile: Profile) -> ScreenSettings:
     s = profile.shuffle_screen
     return ScreenSettings(s.enabled, s.false_alarm_one_in, s.run_test, s.continuation_test,
-                          s.previous_shoe)
+                          s.previous_shoe, s.shelf_test, s.hand_piles, s.packet_test)
 
 
 @dataclass
@@ -59,6 +81,7 @@ class ShoeResult:
     dealt: list[Card]
     piles: list[list[Card]]
     unread: list[Card]
+    hands: list[list[int]]  # per pile, each card's hand (-1: none), as in the shape
 
     @property
     def raised_at(self) -> int | None:
@@ -73,20 +96,23 @@ def deal(screen: ShuffleScreen, order: Sequence[Card], shape: Shape, shoe: int
     screen.start_shoe(shoe)
     finding: Finding | None = None
     piles: list[list[Card]] = []
+    hands: list[list[int]] = []
     i = 0
-    for size in shape:
-        pile = list(order[i:i + size])
-        i += size
+    for labels in shape:
+        pile = list(order[i:i + len(labels)])
+        i += len(labels)
         for c in pile:
             got = screen.card(c)
             if got is not None and finding is None:
                 finding = got
-        screen.round_end()
+        screen.round_end([(c.deck_index, h) for c, h in zip(pile, labels, strict=True)
+                          if h >= 0])
         piles.append(pile)
+        hands.append(list(labels))
     got = screen.end_shoe()
     if got is not None and finding is None:
         finding = got
-    return ShoeResult(finding, list(order[:i]), piles, list(order[i:]))
+    return ShoeResult(finding, list(order[:i]), piles, list(order[i:]), hands)
 
 
 Model = Callable[[list[Card], random.Random], list[Card]]
@@ -134,20 +160,20 @@ def model_trial(profile: Profile, model: str, shape_prev: Shape, shape: Shape,
         first = pack(decks)
         rng.shuffle(first)
         prev = deal(screen, first, shape_prev, 1)
-        pile = shuffles.collected(prev.piles, prev.unread)
+        pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
         if model.startswith("slug"):
             read = len(prev.dealt)
             length = int(model.split()[1])
             start = rng.randrange(max(1, read - length + 1))
-            order = shuffles.with_slug(pile, rng, length, start=start, within=sum(shape))
+            order = shuffles.with_slug(pile, rng, length, start=start, within=size(shape))
             first = next(i for i in range(len(order))
                          if order[i:i + length] == pile[start:start + length])
             result = deal(screen, order, shape, 2)
             found = result.raised_at
-            return (None if found is None or found <= first else found - first), sum(shape)
+            return (None if found is None or found <= first else found - first), size(shape)
         order = fn(pile, rng)
         result = deal(screen, order, shape, 2)
-    return result.raised_at, sum(shape)
+    return result.raised_at, size(shape)
 
 
 def null_day(profile: Profile, shapes: Sequence[Shape], rng: random.Random,

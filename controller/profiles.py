@@ -165,12 +165,23 @@ class ShuffleScreenRule(Section):
     continuation_test: bool = _flag("the continuation test: cards that keep continuing the "
                                     "reference among the last few (riffles, weak shuffles)")
     previous_shoe: bool = _flag("also hold each shoe against the previous shoe's discards "
-                                "(round by round piles), not only against new-deck order")
+                                "(piles by round, or by hand: hand_piles), not only against "
+                                "new-deck order")
     shelf_test: bool = field(default=False, metadata={
         "optional": True,
         "doc": "the shelf test: the dealt order against one pass of a shelf shuffler "
                "(interleaved rising and falling runs of new-deck order); no seed names such a "
                "machine, so off unless set (and off in a profile recorded before it existed)"})
+    hand_piles: bool = field(default=False, metadata={
+        "optional": True,
+        "doc": "the previous shoe's discards as one pile per hand (collected hand by hand, "
+               "one on another, so that the hands can be laid out again: 002 §2 3.6, §3 3.6) "
+               "rather than one per round; off in a profile recorded before it existed"})
+    packet_test: bool = field(default=False, metadata={
+        "optional": True,
+        "doc": "the packet test: the dealt order against riffled packets of the previous "
+               "shoe's discards, followed through their piles (with previous_shoe); off in a "
+               "profile recorded before it existed"})
 
 
 @dataclass(frozen=True)

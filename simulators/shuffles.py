@@ -15,9 +15,9 @@ randomness lives here, never in the controller.
 - :func:`with_slug` — a false shuffle: a fair shuffle except that ``length`` consecutive
   cards of the previous order stay together, in their order, somewhere in the pack.
 - :func:`cut` — a cut (a rotation), which is all an "unshuffled" pack gets.
-- :func:`collected` — a shoe's discards as a pile: each round's cards picked up together
-  (right to left, one on another: the reverse of the dealing order within the round),
-  rounds stacked in order, then the cards never read.
+- :func:`collected` — a shoe's discards as a pile: each round's hands picked up whole,
+  right to left, one on another (002 §2 3.6), rounds stacked in order, then the cards
+  never read.
 """
 
 from __future__ import annotations
@@ -110,12 +110,22 @@ def place_slug(order: Sequence[T], slug: Sequence[T], at: int) -> list[T]:
     return out
 
 
-def collected(rounds: Sequence[Sequence[T]], unread: Sequence[T]) -> list[T]:
-    """The discards of a shoe as one pack: each round picked up as a pile (the reverse of
-    its dealing order), the rounds in the order played, then the cards never read."""
+def collected(rounds: Sequence[Sequence[T]], hands: Sequence[Sequence[int]],
+              unread: Sequence[T]) -> list[T]:
+    """The discards of a shoe as one pack, collected as the live guide has it (002 §2 3.6,
+    §3 3.6): per round, the cards no hand holds (burns) first, then the hands from right
+    to left — the reverse of the order they were first dealt to — each hand whole, its
+    cards in the order dealt (spread, so that it can be laid out again); the rounds in
+    the order played, then the cards never read. ``hands[i][j]``: the hand of round i's
+    card j (-1: none)."""
     out: list[T] = []
-    for r in rounds:
-        out.extend(reversed(r))
+    for cards, of in zip(rounds, hands, strict=True):
+        by_hand: dict[int, list[T]] = {}
+        for card, h in zip(cards, of, strict=True):
+            by_hand.setdefault(h, []).append(card)
+        out.extend(by_hand.pop(-1, []))
+        for h in sorted(by_hand, reverse=True):
+            out.extend(by_hand[h])
     out.extend(unread)
     return out
 

@@ -1233,7 +1233,8 @@ def test_shuffle_suspect_slug_of_the_last_shoe() -> None:
     rng = random.Random(6)
 
     def slug(new, rounds, unread):
-        pile = shuffles.collected([r for r in rounds if r], unread)
+        kept = [r for r in rounds if r]  # each round one hand, its cards as dealt
+        pile = shuffles.collected(kept, [[0] * len(r) for r in kept], unread)
         return shuffles.with_slug(pile, rng, 50, start=60, within=120)
 
     _, r = _weak_run("gr-banco-punto", 2, slug)

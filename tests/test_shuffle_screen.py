@@ -20,6 +20,7 @@ from benchmarks.screen_trials import (
     null_day,
     settings_for,
     shapes_for,
+    size,
 )
 from controller.cards import Card, deck, pack
 from controller.profiles import load_profile, profile_names
@@ -190,7 +191,7 @@ def test_a_slug_of_the_last_shoe_is_caught_and_named() -> None:
     rng.shuffle(first)
     prev = deal(screen, first, shapes[0], 1)
     assert prev.finding is None
-    pile = shuffles.collected(prev.piles, prev.unread)
+    pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
     order = shuffles.with_slug(pile, rng, 40, start=100, within=200)
     got = deal(screen, order, shapes[1], 2).finding
     assert got is not None and got.reference == "previous-shoe" and got.test == "run"
@@ -214,8 +215,9 @@ def _bad_shuffles() -> list[tuple[str, str]]:
     """Every shoe profile with every bad model; a slug only where the screen holds the
     previous shoe (a profile with new cards every shoe has none to keep a slug of)."""
     return [(name, model) for name in SHOE_PROFILES
-            for model in ("unshuffled", "cut only", "1 riffle", "2 riffles", "slug 40")
-            if not model.startswith("slug")
+            for model in ("unshuffled", "cut only", "1 riffle", "2 riffles", "slug 40",
+                          "discards 1 riffle")
+            if MODELS[model][0] == "new-deck"
             or load_profile(name).shuffle_screen.previous_shoe]
 
 
@@ -237,7 +239,7 @@ def test_stud_poker_catches_an_unshuffled_deck_in_one_round() -> None:
     screen = ShuffleScreen(settings_for(profile), 1)
     screen.deck_check()
     cards = shuffles.cut(pack(1), random.Random(1), 23)[:10]  # one player: 10 cards
-    assert deal(screen, cards, (10,), 1).finding is not None
+    assert deal(screen, cards, ((-1,) * 10,), 1).finding is not None
 
 
 def test_every_model_named_in_the_benchmark_exists() -> None:
@@ -292,9 +294,9 @@ def _day_of_findings(profile_name: str, model: str | None, seed: int, exact: boo
         screen.deck_check()
         order = MODELS[model][1](pack(decks), rng)
     else:
-        pile = shuffles.collected(prev.piles, prev.unread)
+        pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
         order = (shuffles.with_slug(pile, rng, int(model.split()[1]), start=20,
-                                    within=sum(shapes[1])) if model.startswith("slug")
+                                    within=size(shapes[1])) if model.startswith("slug")
                  else MODELS[model][1](pile, rng))
     out.append(deal(screen, order, shapes[1], 2).finding)
     order = pack(decks)
@@ -406,8 +408,145 @@ def test_a_profile_turns_the_shelf_test_on_and_an_older_header_leaves_it_off() -
     raw = load_profile("gr-banco-punto").to_dict()
     assert raw["shuffle_screen"]["shelf_test"] is False  # the header records it
     on = {**raw, "shuffle_screen": {**raw["shuffle_screen"], "shelf_test": True}}
+    later = ("shelf_test", "hand_piles", "packet_test")  # keys added after the first logs
     older = {**raw, "shuffle_screen": {k: v for k, v in raw["shuffle_screen"].items()
-                                       if k != "shelf_test"}}
+                                       if k not in later}}
     assert TableEngine(profile_from_dict(on)).screen.settings.shelf_test is True
-    assert TableEngine(profile_from_dict(older)).screen.settings.shelf_test is False
-    assert TableEngine(profile_from_dict(older)).screen.settings.tests == 3
+    old = TableEngine(profile_from_dict(older)).screen.settings
+    assert (old.shelf_test, old.hand_piles, old.packet_test) == (False, False, False)
+    assert old.tests == 3
+
+
+# ----------------------------------------------------------------------------- hand piles
+
+def test_hand_piles_follow_the_referees_hands_in_the_order_collected() -> None:
+    # a blackjack round: two boxes and the dealer, dealt 1 2 D 1 2 D 2 (box 2 hits);
+    # collected right to left, the dealer's cards first: D, box 2, box 1 (002 §3 3.6),
+    # each hand's cards as dealt; the burns before the round a pile of their own
+    settings = ScreenSettings(hand_piles=True)
+    screen = ShuffleScreen(settings, 1)
+    screen.deck_check()
+    screen.start_shoe(1)
+    burns = [Card("9", "S"), Card("8", "S")]
+    round_cards = [Card(r, "H") for r in "A23456"] + [Card("7", "H")]
+    hands = ["box1", "box2", "dealer", "box1", "box2", "dealer", "box2"]
+    for c in burns + round_cards:
+        screen.card(c)
+    screen.round_end([(c.deck_index, h) for c, h in zip(round_cards, hands, strict=True)])
+    screen.end_shoe()
+    faces = [[str(face_card(f)) for f in pile] for pile in screen._piles if pile]
+    assert faces == [["9S", "8S"], ["3H", "6H"], ["2H", "5H", "7H"], ["AH", "4H"]]
+    # without the setting, or when the faces do not end the round as listed: one pile
+    listed = [(c.deck_index, h) for c, h in zip(round_cards, hands, strict=True)]
+    for kept, given in ((ScreenSettings(), listed), (settings, listed[::-1])):
+        screen = ShuffleScreen(kept, 1)
+        screen.deck_check()
+        screen.start_shoe(1)
+        for c in burns + round_cards:
+            screen.card(c)
+        screen.round_end(given)
+        screen.end_shoe()
+        assert [len(p) for p in screen._piles if p] == [9]
+
+
+def test_the_engine_splits_the_discards_into_the_hands_of_its_round_notes() -> None:
+    from controller.engine import TableEngine
+    from controller.events import parse_event
+    from simulators.dealer import DayPlan, table_day
+
+    profile = load_profile("gr-blackjack")
+    assert profile.shuffle_screen.hand_piles
+    engine = TableEngine(profile)
+    expected: list[list[str]] = []
+    for step in table_day(profile, 2, DayPlan(shoes=2)):
+        event = parse_event(step.event)
+        if step.event["type"] == "shuffle" and expected:
+            break
+        for out in engine.handle(event):
+            if getattr(out, "kind", None) == "round":
+                by_hand: dict[str, list[str]] = {}
+                for c in out.data["cards"]:  # type: ignore[attr-defined]
+                    by_hand.setdefault(c["to"], []).append(c["card"])
+                expected.extend(reversed(by_hand.values()))
+    got = [[str(face_card(f)) for f in pile] for pile in engine.screen._piles if pile]
+    hands_only = [p for p in got if p in expected]
+    assert hands_only == expected  # every hand, in the order collected
+    assert len(got) - len(hands_only) <= 2  # and the burns (at the shoe's start)
+
+
+# ----------------------------------------------------------------------------- packet test
+
+def _random_reference(rng: random.Random, decks: int) -> tuple[list[int], list[int]]:
+    cards = pack(decks)
+    rng.shuffle(cards)
+    read = cards[:int(len(cards) * 0.75)]
+    piles: list[list[int]] = []
+    while read:
+        k = rng.randint(2, 5)
+        piles.append([c.deck_index for c in read[:k]])
+        read = read[k:]
+    ref = pile_reference(piles, len(cards), 1)
+    return list(ref.piles_of), list(ref.pile_faces52)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_packet_predictor_gives_chances_that_sum_to_at_most_one(seed: int) -> None:
+    # all the packet test's false-alarm bound needs: before every card, for every share,
+    # the predictor's chances over the cards still to come sum to at most 1, and its
+    # bookkeeping (faces still to come per stream) is exact
+    from controller.screening.packets import ELSEWHERE, WEIGHTS, PacketTest
+
+    rng = random.Random(seed)
+    decks = 6
+    test = PacketTest(*_random_reference(rng, decks), decks)
+    order = shuffles.riffle(pack(decks), rng, 1)
+    for card in order:
+        streams = [s for s in test.streams]
+        for s in streams:
+            assert s[3] == sum(1 for g in range(FACES) if s[2] >> g & 1 and test.counts[g])
+        if streams:
+            weights = WEIGHTS[:len(streams)]
+            for e in ELSEWHERE:
+                total = 0.0
+                for f in range(FACES):
+                    c = test.counts[f]
+                    if not c:
+                        continue
+                    q = e * c / test.n + (1 - e) * sum(
+                        w / sum(weights) / s[3]
+                        for w, s in zip(weights, streams, strict=False)
+                        if s[2] >> f & 1 and s[3])
+                    total += q
+                assert total <= 1 + 1e-9
+        test.step(card.deck_index)
+
+
+def test_the_packet_test_catches_a_riffle_of_the_discards_and_says_so() -> None:
+    profile = load_profile("gr-blackjack")
+    shapes = shapes_for(profile, 1, shoes=2)
+    rng = random.Random(8)
+    screen = ShuffleScreen(settings_for(profile), 6)
+    screen.deck_check()
+    first = pack(6)
+    rng.shuffle(first)
+    prev = deal(screen, first, shapes[0], 1)
+    assert prev.finding is None
+    pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
+    got = deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 1), rng), shapes[1], 2).finding
+    assert got is not None and got.test == "packet" and got.reference == "previous-shoe"
+    assert "riffled packets" in got.message()
+    ev = got.evidence()
+    assert float(ev["value"]) >= float(ev["threshold"])
+    assert got.continued > got.expected  # more cards went where a packet goes than by luck
+    assert "hand pile(s)" in got.reference_order
+    # without the packet test (and without hand piles) the other tests miss it
+    off = dataclasses.replace(settings_for(profile), packet_test=False, hand_piles=False)
+    screen = ShuffleScreen(off, 6)
+    screen.deck_check()
+    rng = random.Random(8)
+    first = pack(6)
+    rng.shuffle(first)
+    prev = deal(screen, first, shapes[0], 1)
+    pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
+    assert deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 1), rng), shapes[1],
+                2).finding is None

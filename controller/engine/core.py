@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from controller.cards import Card, burn_value
+from controller.cards import Card, burn_value, parse_card
 from controller.deviations import CATALOG, Deviation, DeviationCode
 from controller.engine.checks import (
     SABOT_ROTATION_K,
@@ -152,9 +152,11 @@ class TableEngine:
         #: the shuffle screen (controller/screening): fed every card, round end and shoe
         self.screen = ShuffleScreen(
             ScreenSettings(sc.enabled, sc.false_alarm_one_in, sc.run_test,
-                           sc.continuation_test, sc.previous_shoe, sc.shelf_test),
+                           sc.continuation_test, sc.previous_shoe, sc.shelf_test,
+                           sc.hand_piles, sc.packet_test),
             profile.decks.max)
         self._screen = self.screen if sc.enabled else None  # the card path asks this
+        self._hand_piles = sc.enabled and sc.previous_shoe and sc.hand_piles
         self._shoe: Shoe
         self._reset_day()
 
@@ -649,8 +651,9 @@ class TableEngine:
         return None
 
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
-        out.extend(self._shoe.referee.end())
-        self.screen.round_end()
+        ended = self._shoe.referee.end()
+        out.extend(ended)
+        self.screen.round_end(_hands_of(ended) if self._hand_piles else None)
         if self.state == LAST_ROUND or self._shoe.after_last or self.profile.shuffle.every_round:
             finding = self.screen.end_shoe()  # the shoe's last cards are judged now
             if finding is not None:
@@ -776,3 +779,16 @@ class TableEngine:
                                   "after the last shoe", step="table_close"))
         self._end_shoe()
         return CLOSED
+
+
+def _hands_of(ended: Sequence[Output]) -> list[tuple[int, object]] | None:
+    """The round's cards as (face, hand) in the order dealt, from the referee's round note
+    (the shuffle screen's hand piles); None when the referee placed none."""
+    for o in ended:
+        if isinstance(o, Note) and o.kind == "round":
+            cards = o.data.get("cards") or ()
+            try:
+                return [(parse_card(str(c["card"])).deck_index, c.get("to")) for c in cards]
+            except (KeyError, TypeError, ValueError):
+                return None
+    return None

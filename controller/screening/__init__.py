@@ -15,6 +15,8 @@ shoe boundaries; replaying a log replays every decision.
 - :mod:`.reference` — the reference orders and their adjacency relations;
 - :mod:`.sequential` — the sequential tests (CUSUM of successor runs, mixture SPRT of
   rising-sequence continuations, the shelf test's predictor) and their thresholds;
+- :mod:`.packets` — the packet test: riffled packets of the last shoe's discards,
+  followed through their piles;
 - :mod:`.screen` — :class:`ShuffleScreen`, what the engine holds, and the finding it reports;
 - :mod:`.rising` — the exact Bayer–Diaconis distribution of rising sequences after riffle
   shuffles (the literature the riffle test rests on, checked against the published table).

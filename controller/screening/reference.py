@@ -104,9 +104,11 @@ def new_deck_reference(source: str = "composition check") -> Reference:
                      {"order": "new-deck", "after": source})
 
 
-def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int) -> Reference:
-    """The previous shoe's discards: ``piles`` are the faces of each round's pile (burns
-    included), in the order dealt; ``pack`` the pack's size (the rest were never read)."""
+def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int,
+                   unit: str = "round") -> Reference:
+    """The previous shoe's discards: ``piles`` are the faces of each pile (a round's, burns
+    included, or a hand's: ``unit``), in the order collected; ``pack`` the pack's size
+    (the rest were never read)."""
     kept = tuple(p for p in piles if p)  # (not copied: a shoe's piles are not touched again)
     piles_of = [0] * FACES
     bit = 1
@@ -116,11 +118,13 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int) -> Refe
         bit <<= 1
     read = sum(map(len, kept))
     rounds = len(kept)
-    description = (f"shoe {shoe}'s discards: {rounds} round pile(s), {read} card(s) read, "
+    description = (f"shoe {shoe}'s discards: {rounds} {unit} pile(s), {read} card(s) read, "
                    f"{max(0, pack - read)} never read")
-    return Reference(PREVIOUS_SHOE, description, (),
-                     {"order": "previous-shoe", "shoe": shoe, "piles": rounds, "read": read,
-                      "unread": max(0, pack - read)}, tuple(piles_of), kept)
+    details: dict[str, object] = {"order": "previous-shoe", "shoe": shoe, "piles": rounds,
+                                  "read": read, "unread": max(0, pack - read)}
+    if unit != "round":  # (a log written before hand piles replays with its evidence)
+        details["pile"] = unit
+    return Reference(PREVIOUS_SHOE, description, (), details, tuple(piles_of), kept)
 
 
 def members(face_set: int) -> list[int]:

@@ -1,8 +1,10 @@
 """The shuffle screen the engine holds: fed every card read, every round end and every
 shoe boundary; reports a :class:`Finding` the moment a test crosses its threshold.
 
-Three tests run (docs/shuffle-screening.md): the **run** test and the **continuation**
-test against new-deck order, and the **run** test against the previous shoe's discards.
+The tests (docs/shuffle-screening.md): the **run** test and the **continuation** test
+against new-deck order; the **run** test and the **packet** test
+(:mod:`controller.screening.packets`) against the previous shoe's discards; the
+**shelf** test, where a profile asks for it.
 One finding per shoe at most (one slip, one deviation). What runs is the profile's
 ``[shuffle_screen]`` (:class:`ScreenSettings`).
 
@@ -38,6 +40,7 @@ from controller.screening.faces import (
     Remaining,
     face_card,
 )
+from controller.screening.packets import PacketTest
 from controller.screening.reference import (
     NEW_DECK,
     PREVIOUS_SHOE,
@@ -54,7 +57,7 @@ from controller.screening.sequential import (
     window_for,
 )
 
-RUN, CONTINUATION, SHELF = "run", "continuation", "shelf"
+RUN, CONTINUATION, SHELF, PACKET = "run", "continuation", "shelf", "packet"
 EVIDENCE_CARDS = 60  # the most cards a finding lists
 FIRST_BATCH = 8  # a shoe's first batch: an unshuffled pack is caught at its 8th card
 BATCH = 16  # then every 16 cards …
@@ -85,12 +88,18 @@ class ScreenSettings:
     continuation_test: bool = True
     previous_shoe: bool = True  # also hold a shoe against the previous shoe's discards
     shelf_test: bool = False  # the shelf test against new-deck order (a profile's choice)
+    #: the discards' piles are the hands, not the rounds: each hand collected whole, hand
+    #: after hand (002 §2 3.6, §3 3.6: so that the hands can be laid out again)
+    hand_piles: bool = False
+    #: the packet test against the previous shoe's discards (riffles of the discards)
+    packet_test: bool = False
 
     @property
     def tests(self) -> int:
         """(test, reference) pairs that may run in a shoe: the false-alarm budget's shares."""
         return (self.run_test + self.continuation_test
-                + (self.run_test and self.previous_shoe) + self.shelf_test)
+                + (self.run_test and self.previous_shoe) + self.shelf_test
+                + (self.packet_test and self.previous_shoe))
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,7 @@ class Finding:
     def message(self) -> str:
         what = ("a run of cards follows" if self.test == RUN else
                 "the dealt order follows a shelf shuffler's streams of" if self.test == SHELF
+                else "the dealt order follows riffled packets of" if self.test == PACKET
                 else "the dealt order keeps continuing")
         first, last = self.run[0][0], self.run[-1][0]
         return (f"shuffle suspect: {what} the {self.reference_order} — cards {first}–{last}: "
@@ -163,8 +173,14 @@ class ShuffleScreen:
         #: line, without the call: a tenth of the screen's cost per card)
         self.pending: list[Card] = []
         self._ends: list[int] = []  # where in them a round ended (its pile closes there)
+        #: per round end in ``_ends``, the round's cards as (face, hand) when its pile is
+        #: to be split into hands (``hand_piles``), else None
+        self._hands: list[Sequence[tuple[int, object]] | None] = []
         self.due = BATCH
-        self._pile_wanted = settings.enabled and settings.previous_shoe and settings.run_test
+        self._pile_wanted = settings.enabled and settings.previous_shoe and (
+            settings.run_test or settings.packet_test)
+        self._hand_piles = self._pile_wanted and settings.hand_piles
+        self._packets: PacketTest | None = None
         self._set_decks(decks)
 
     def _set_decks(self, decks: int) -> None:
@@ -197,12 +213,14 @@ class ShuffleScreen:
             self._previous = None
             self._piles = []
         elif self._piles and self._shoe and self._pile_wanted:
-            self._previous = pile_reference(self._piles, self._pack, self._shoe)
+            self._previous = pile_reference(self._piles, self._pack, self._shoe,
+                                            "hand" if self._hand_piles else "round")
         self._shoe = shoe
         self._piles = [[]]
         self._faces = []
         self.pending = []
         self._ends = []
+        self._hands = []
         self._alarmed = False
         self._active = self.settings.enabled
         self.due = FIRST_BATCH
@@ -230,6 +248,11 @@ class ShuffleScreen:
         self._shelf_on = s.enabled and s.shelf_test
         self._shelf_state = (0.0, shelf_tables()[2], -1, self.decks * FACES)
         self._shelf_counts = [self.decks] * FACES
+        # the packet test (its own pass, like the shelf test's) against the discards
+        self._packets = (PacketTest(self._previous.piles_of, self._previous.pile_faces52,
+                                    self.decks)
+                         if s.enabled and s.packet_test and s.previous_shoe
+                         and self._previous is not None else None)
         if self._always_exact:
             self._begin_exact()
         # the batch path's statistics, one tuple (loaded and stored once per batch;
@@ -269,16 +292,42 @@ class ShuffleScreen:
             return self.flush()
         return None
 
-    def round_end(self) -> None:
+    def round_end(self, hands: Sequence[tuple[int, object]] | None = None) -> None:
         """The round's cards were collected: they form one pile of the discards (marked in
-        the cards waiting to be judged; the pile closes when they are)."""
+        the cards waiting to be judged; the pile closes when they are).
+
+        ``hands``: the round's cards as (face, hand) in the order dealt, as the referee
+        placed them. With ``hand_piles`` the round's pile is then split into one pile per
+        hand, each hand's cards in the order dealt, and the cards before them (burns) a
+        pile of their own. The dealer collects hand by hand, one on another, so that the
+        hands can be laid out again, right to left: the dealer's own cards first, then the
+        players' in the reverse of the dealing direction (002 §3 3.6, §2 3.6.1) — so the
+        hands lie in the reverse of the order they were first dealt to. When the faces do
+        not end the round's pile as the referee lists them, the round stays one pile."""
+        split = hands if hands and self._hand_piles else None
         pending = self.pending
         if pending:
             ends = self._ends
             if not ends or ends[-1] != len(pending):
                 ends.append(len(pending))
+                self._hands.append(split)
         elif self._piles and self._piles[-1]:
+            if split:
+                self._split_last(split)
             self._piles.append([])
+
+    def _split_last(self, hands: Sequence[tuple[int, object]]) -> None:
+        """The last pile (a round's) as its hands' piles (see :meth:`round_end`)."""
+        piles = self._piles
+        pile = piles[-1]
+        k = len(hands)
+        before = len(pile) - k
+        if before < 0 or pile[before:] != [f for f, _ in hands]:
+            return
+        by_hand: dict[object, list[int]] = {}
+        for f, hand in hands:
+            by_hand.setdefault(hand, []).append(f)
+        piles[-1:] = ([pile[:before]] if before else []) + list(reversed(by_hand.values()))
 
     def flush(self) -> Finding | None:
         """Judge the cards dealt since the last batch (their faces join this shoe's piles
@@ -288,6 +337,7 @@ class ShuffleScreen:
         piles = self._piles
         if not piles:
             self._ends = []
+            self._hands = []
             return None
         faces = list(map(_DECK_INDEX, cards))
         if -1 in faces:  # not a card of the notation (parse_card lets none through)
@@ -295,12 +345,16 @@ class ShuffleScreen:
         ends = self._ends
         current = piles[-1]
         if ends:
+            hands = self._hands
             self._ends = []
+            self._hands = []
             at = 0
-            for end in ends:
+            for end, split in zip(ends, hands, strict=True):
                 current.extend(faces[at:end])
                 at = end
                 if current:  # a round ended: its pile is closed
+                    if split:
+                        self._split_last(split)
                     current = []
                     piles.append(current)
             current.extend(faces[at:])
@@ -314,10 +368,15 @@ class ShuffleScreen:
         shoe_faces.extend(faces)
         read = base + len(faces)
         shelf = self._shelf_pass(faces, base) if self._shelf_on else None
+        packets = self._packet_pass(faces, base) if self._packets is not None else None
         judge = self._judge_exact if self._exact else self._judge_batch
         finding = judge(faces, base)
         if shelf is not None and (finding is None or shelf[0] < finding.position):
             finding = self._finding(self._deck, SHELF, shelf[1], self._h_cont, 1, 1, shelf[0])
+        if packets is not None and (finding is None or packets[0] < finding.position):
+            assert self._previous is not None
+            finding = self._finding(self._previous, PACKET, packets[1], self._h_cont, 1, 1,
+                                    packets[0])
         if finding is not None:
             self._alarmed = True
             return dataclasses.replace(finding, raised_at=read)
@@ -331,8 +390,9 @@ class ShuffleScreen:
             w, pw = self._exact_state[3], self._exact_state[8]
         else:
             w, pw = self._state[1], self._state[6]
+        packets = max(self._packets.logs) if self._packets is not None else 0.0
         return (2 * max(w, pw) >= self._h_run
-                or 2 * max(self._value, self._shelf_state[0]) >= self._h_cont)
+                or 2 * max(self._value, self._shelf_state[0], packets) >= self._h_cont)
 
     # ------------------------------------------------------------------ the batch path
 
@@ -534,6 +594,19 @@ class ShuffleScreen:
             n -= 1
             prev = f
         self._shelf_state = (value, k, prev, n)
+        return None
+
+    def _packet_pass(self, faces: list[int], base: int) -> tuple[int, float] | None:
+        """The packet test over a batch (:mod:`controller.screening.packets`): (the card
+        where it crossed its threshold, its value), or None. The same in both paths."""
+        packets = self._packets
+        assert packets is not None
+        step = packets.step
+        h = self._h_cont
+        for pos, f in enumerate(faces, base + 1):
+            top = step(f)  # an upper bound of the statistic
+            if top is not None and top >= h and packets.value >= h:
+                return pos, packets.value
         return None
 
     def _crossed(self, ref: Reference, test: str, value: float, threshold: float,
@@ -771,6 +844,8 @@ def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: 
     can lie in."""
     if test == SHELF:
         return _judge_shelf(faces, decks)
+    if test == PACKET:
+        return _judge_packets(faces, ref, decks)
     rem = Remaining(decks)
     out: list[tuple[int, int, bool, float]] = []
     last: list[int] = []
@@ -817,6 +892,21 @@ def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: 
     return out
 
 
+def _judge_packets(faces: Sequence[int], ref: Reference, decks: int
+                   ) -> list[tuple[int, int, bool, float]]:
+    """(position, face, predicted, chance) of every card of a shoe for the packet test:
+    ``predicted`` — the card lies where one of the followed packets goes next; ``chance``
+    — the chance of that under a fair shuffle."""
+    test = PacketTest(ref.piles_of, ref.pile_faces52, decks)
+    test.explain = True
+    out: list[tuple[int, int, bool, float]] = []
+    for pos, f in enumerate(faces, 1):
+        had = bool(test.streams)
+        if test.step(f) is not None and had:
+            out.append((pos, f, test.hit, test.chance))
+    return out
+
+
 def _judge_shelf(faces: Sequence[int], decks: int) -> list[tuple[int, int, bool, float]]:
     """(position, face, followed, chance) of every card of a shoe for the shelf test:
     ``followed`` — the shelf predictor gave the card's face more than its chance under a
@@ -843,5 +933,5 @@ def _judge_shelf(faces: Sequence[int], decks: int) -> list[tuple[int, int, bool,
     return out
 
 
-__all__ = ["CONTINUATION", "NEW_DECK", "PREVIOUS_SHOE", "RUN", "SHELF", "Finding",
+__all__ = ["CONTINUATION", "NEW_DECK", "PACKET", "PREVIOUS_SHOE", "RUN", "SHELF", "Finding",
            "ScreenSettings", "ShuffleScreen"]

@@ -1,0 +1,191 @@
+"""The packet test: riffles of the previous shoe's discards.
+
+A riffle cuts the pack into packets and interleaves them, each packet keeping its order
+(Bayer & Diaconis 1992): after ``k`` riffles of the discards the dealt order is at most
+``2^k`` interleaved runs through the discards, each taking the discards' cards in turn.
+Against new-deck order the continuation test sees that (the next card is a neighbour of
+one of the last few). Against the discards it cannot: a pile's order is unknown and its
+faces have twins in up to eight other piles, so "a neighbour of one of the last cards"
+covers most of the faces. This test **follows the packets** instead: it keeps up to
+:data:`STREAMS` streams, each the piles a packet can be in (narrowed card by card, as the
+run test narrows a run) and the faces it already took from them, and predicts that the
+next card lies where one of them goes next — the faces of its piles it has not taken yet,
+or of the piles beside them.
+
+It is a **predictive likelihood ratio**, as the shelf test is: before each card, a
+chance ``q(f)`` for every face still to come — a share ``1 − e`` over the streams (the
+most recently fed weighing most, :data:`WEIGHTS`), each stream's share evenly over the
+faces it goes to that are still to come, and ``e`` over all the cards still to come in
+proportion to their counts (three such predictors, ``e`` from :data:`ELSEWHERE`, mixed)
+— held against the exact chance ``c_f / n`` under a fair shuffle. (Evenly over faces,
+not cards: how many faces of a set are left is one ``bit_count`` of two 52-bit sets,
+where the cards would be a sum over the set's faces at every card.) Whatever the streams, each
+predictor's chances sum to at most 1, so under a fair shuffle the product of
+``q(f) · n / c_f`` is a supermartingale and Ville's inequality bounds it from the
+shoe's first card: threshold ``ln(1/α_i)``. Everything is fixed before the card
+is read; the streams are then fed with it (the stream that predicted it most sharply
+takes it, or it starts a new one in place of the stalest).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from controller.screening.faces import FACES
+
+STREAMS = 4
+"""Packets followed at once: four, the runs two riffles leave."""
+WEIGHTS = (0.4, 0.3, 0.2, 0.1)
+"""The streams' shares of the prediction, the most recently fed first: a riffle's next
+card continues one of the packets that fed the last few cards."""
+ELSEWHERE = (0.1, 0.3, 0.6)
+"""The share of the prediction over every card still to come — a packet's start, a card
+the streams lost, the cards never read in the last shoe (one block whose order nothing
+tells: up to half the pack where the cut card lies deep) — is unknown, so the test mixes
+three predictors, one per share, with equal weights: a mixture of supermartingales is one
+(its value is ``ln`` of the mean of their products)."""
+
+_LOG_ELSEWHERE = tuple(math.log(e) for e in ELSEWHERE)
+_E0, _E1, _E2 = ELSEWHERE
+_LOG_MIX = math.log(len(ELSEWHERE))
+#: per number of streams, 1 / the sum of their weights
+_NORM = (0.0, *(1 / sum(WEIGHTS[:k]) for k in range(1, STREAMS + 1)))
+
+class PacketTest:
+    """The packet test over one shoe (see the module docstring). ``piles_of[f]``: the
+    bitmask of the discards' piles holding a card of face ``f``; ``pile_faces[i]``: pile
+    ``i``'s faces as a 52-bit set; ``decks``: copies of each face in the pack."""
+
+    def __init__(self, piles_of: Sequence[int], pile_faces: Sequence[int], decks: int
+                 ) -> None:
+        self._piles_of = piles_of
+        self._pile_faces = pile_faces
+        self._all = (1 << len(pile_faces)) - 1
+        self._faces_of: dict[int, int] = {}
+        self.counts = [decks] * FACES
+        self._left = (1 << FACES) - 1  # the faces with a card still to come
+        self.n = decks * FACES
+        self.logs = [0.0] * len(ELSEWHERE)  # ln of each predictor's product
+        self.explain = False  # work out ``chance`` at each step (the evidence only)
+        self.hit = False
+        self.chance = 0.0
+        #: streams, the most recently fed first: [piles, faces taken from them, faces
+        #: predicted (52-bit sets), how many of those are still to come, the way it goes
+        #: through the piles (1 up, -1 down, 0 not known yet)]
+        self.streams: list[list[int]] = []
+
+    def _faces(self, piles: int) -> int:
+        """The faces of a set of piles (a 52-bit set)."""
+        if not piles & (piles - 1):  # one pile (or none)
+            return self._pile_faces[piles.bit_length() - 1] if 0 < piles <= self._all else 0
+        got = self._faces_of.get(piles)
+        if got is None:
+            got = 0
+            faces = self._pile_faces
+            rest = piles & self._all
+            while rest:
+                low = rest & -rest
+                got |= faces[low.bit_length() - 1]
+                rest ^= low
+            self._faces_of[piles] = got
+        return got
+
+    def _predict(self, stream: list[int]) -> None:
+        """A stream's predicted faces and how many of them are still to come: the faces
+        of its piles it has not taken, and of the piles beside them (on its way, once
+        known)."""
+        piles, way = stream[0], stream[4]
+        beside = ((piles << 1 if way >= 0 else 0) | (piles >> 1 if way <= 0 else 0)) & ~piles
+        faces = (self._faces(piles) & ~stream[1]) | self._faces(beside)
+        stream[2] = faces
+        stream[3] = (faces & self._left).bit_count()
+
+    @property
+    def value(self) -> float:
+        """The statistic: ``ln`` of the mixture's product (at most the largest of the
+        predictors' ``logs``, at least that less ``ln 3``)."""
+        logs = self.logs
+        top = max(logs)
+        return top + math.log(sum(math.exp(v - top) for v in logs)) - _LOG_MIX
+
+    def step(self, f: int) -> float | None:
+        """Card of face ``f`` read: an upper bound of the statistic after it, the largest
+        of the predictors' ``logs`` (:attr:`value` is the statistic; it can reach a
+        threshold only when this does); None: the pack holds no more cards of that face —
+        skipped, as by the other tests. ``hit`` then tells whether a stream predicted it,
+        ``chance`` the chance of that under a fair shuffle (the evidence's columns)."""
+        counts = self.counts
+        c = counts[f]
+        if not c:
+            return None
+        n = self.n
+        bit = 1 << f
+        streams = self.streams
+        logs = self.logs
+        best = -1
+        if streams:
+            if self.explain:
+                union = 0
+                for st in streams:
+                    union |= st[2]
+                self.chance = sum(counts[g] for g in range(FACES) if union >> g & 1) / n
+            mass = 0.0
+            sharpest = 0
+            i = 0
+            for s in streams:
+                if s[2] & bit:  # it predicted f: k ≥ 1 of its faces are still to come
+                    k = s[3]
+                    mass += WEIGHTS[i] / k
+                    if best < 0 or k < sharpest:
+                        best, sharpest = i, k
+                    if c == 1:  # the face's last card
+                        s[3] = k - 1
+                i += 1
+            # per share e: q(f) · n / c, the predictor's chance of this card over its
+            # fair chance
+            if best >= 0:
+                ratio = mass * n * _NORM[i] / c
+                logs[0] += math.log((1 - _E0) * ratio + _E0)
+                logs[1] += math.log((1 - _E1) * ratio + _E1)
+                logs[2] += math.log((1 - _E2) * ratio + _E2)
+                self.hit = True
+            else:
+                logs[0] += _L0
+                logs[1] += _L1
+                logs[2] += _L2
+                self.hit = False
+        else:
+            self.hit = False
+            self.chance = 0.0
+        counts[f] = c - 1
+        if c == 1:
+            self._left ^= bit
+        self.n = n - 1
+        mine = self._piles_of[f]
+        if best >= 0:
+            s = streams[best]
+            if best:
+                del streams[best]
+                streams.insert(0, s)
+            if s[0] & mine:  # the packet goes on in its piles
+                s[0] &= mine
+                s[1] |= bit
+            else:  # into the pile beside: the way it goes through the piles, once known
+                up = mine & (s[0] << 1) if s[4] >= 0 else 0
+                down = mine & (s[0] >> 1) if s[4] <= 0 else 0
+                s[0] = up | down
+                s[1] = bit
+                s[4] = 0 if up and down else 1 if up else -1
+        elif mine:
+            if len(streams) >= STREAMS:
+                streams.pop()
+            s = [mine, bit, 0, 0, 0]
+            streams.insert(0, s)
+        else:  # a face the last shoe never read: no pile to follow
+            return max(logs)
+        self._predict(s)
+        return max(logs)
+
+
+_L0, _L1, _L2 = _LOG_ELSEWHERE
