@@ -91,16 +91,6 @@ class PacketTest:
             self._faces_of[piles] = got
         return got
 
-    def _predict(self, stream: list[int]) -> None:
-        """A stream's predicted faces and how many of them are still to come: the faces
-        of its piles it has not taken, and of the piles beside them (on its way, once
-        known)."""
-        piles, way = stream[0], stream[4]
-        beside = ((piles << 1 if way >= 0 else 0) | (piles >> 1 if way <= 0 else 0)) & ~piles
-        faces = (self._faces(piles) & ~stream[1]) | self._faces(beside)
-        stream[2] = faces
-        stream[3] = (faces & self._left).bit_count()
-
     @property
     def value(self) -> float:
         """The statistic: ``ln`` of the mixture's product (at most the largest of the
@@ -110,82 +100,128 @@ class PacketTest:
         return top + math.log(sum(math.exp(v - top) for v in logs)) - _LOG_MIX
 
     def step(self, f: int) -> float | None:
-        """Card of face ``f`` read: an upper bound of the statistic after it, the largest
-        of the predictors' ``logs`` (:attr:`value` is the statistic; it can reach a
-        threshold only when this does); None: the pack holds no more cards of that face —
-        skipped, as by the other tests. ``hit`` then tells whether a stream predicted it,
-        ``chance`` the chance of that under a fair shuffle (the evidence's columns)."""
+        """One card of face ``f`` (the evidence's replay: ``hit`` then tells whether a
+        stream predicted it, ``chance`` the chance of that under a fair shuffle): an
+        upper bound of the statistic after it (None: skipped, see :meth:`run`)."""
+        before = self.n
+        self.run((f,), math.inf)
+        return max(self.logs) if self.n < before else None
+
+    def run(self, faces: Sequence[int], threshold: float) -> int | None:
+        """Cards of these faces, in turn: the index of the one at which the statistic
+        (:attr:`value`) reached ``threshold``, or None. A face the pack holds no more
+        cards of is skipped, as by the other tests.
+
+        The statistic is at most the largest of the predictors' ``logs`` (and at least
+        that less ``ln 3``), so the mixture is only worked out when that reaches the
+        threshold. Everything a card needs is in local variables (a Python step per card
+        is the test's whole cost: docs/shuffle-screening.md, "Cost")."""
         counts = self.counts
-        c = counts[f]
-        if not c:
-            return None
         n = self.n
-        bit = 1 << f
+        left = self._left
         streams = self.streams
         logs = self.logs
-        best = -1
-        if streams:
-            if self.explain:
-                union = 0
+        piles_of = self._piles_of
+        pile_faces = self._pile_faces
+        every = self._all
+        memo = self._faces_of
+        union_of = self._faces
+        explain = self.explain
+        l0, l1, l2 = logs
+        crossed: int | None = None
+        for at, f in enumerate(faces):
+            c = counts[f]
+            if not c:
+                continue
+            bit = 1 << f
+            best = -1
+            if streams:
+                if explain:
+                    union = 0
+                    for st in streams:
+                        union |= st[2]
+                    self.chance = sum(counts[g] for g in range(FACES) if union >> g & 1) / n
+                mass = 0.0
+                sharpest = 0
+                i = 0
                 for st in streams:
-                    union |= st[2]
-                self.chance = sum(counts[g] for g in range(FACES) if union >> g & 1) / n
-            mass = 0.0
-            sharpest = 0
-            i = 0
-            for s in streams:
-                if s[2] & bit:  # it predicted f: k ≥ 1 of its faces are still to come
-                    k = s[3]
-                    mass += WEIGHTS[i] / k
-                    if best < 0 or k < sharpest:
-                        best, sharpest = i, k
-                    if c == 1:  # the face's last card
-                        s[3] = k - 1
-                i += 1
-            # per share e: q(f) · n / c, the predictor's chance of this card over its
-            # fair chance
-            if best >= 0:
-                ratio = mass * n * _NORM[i] / c
-                logs[0] += math.log((1 - _E0) * ratio + _E0)
-                logs[1] += math.log((1 - _E1) * ratio + _E1)
-                logs[2] += math.log((1 - _E2) * ratio + _E2)
-                self.hit = True
+                    if st[2] & bit:  # it predicted f: k ≥ 1 of its faces are still to come
+                        k = st[3]
+                        mass += WEIGHTS[i] / k
+                        if best < 0 or k < sharpest:
+                            best, sharpest = i, k
+                        if c == 1:  # the face's last card
+                            st[3] = k - 1
+                    i += 1
+                # per share e: q(f) · n / c, the predictor's chance of this card over
+                # its fair chance
+                if best >= 0:
+                    ratio = mass * n * _NORM[i] / c
+                    l0 += math.log(_F0 * ratio + _E0)
+                    l1 += math.log(_F1 * ratio + _E1)
+                    l2 += math.log(_F2 * ratio + _E2)
+                else:
+                    l0 += _L0
+                    l1 += _L1
+                    l2 += _L2
+                self.hit = best >= 0
             else:
-                logs[0] += _L0
-                logs[1] += _L1
-                logs[2] += _L2
                 self.hit = False
-        else:
-            self.hit = False
-            self.chance = 0.0
-        counts[f] = c - 1
-        if c == 1:
-            self._left ^= bit
-        self.n = n - 1
-        mine = self._piles_of[f]
-        if best >= 0:
-            s = streams[best]
-            if best:
-                del streams[best]
+                self.chance = 0.0
+            counts[f] = c - 1
+            if c == 1:
+                left ^= bit
+            n -= 1
+            mine = piles_of[f]
+            if best >= 0:
+                s = streams[best]
+                if best:
+                    del streams[best]
+                    streams.insert(0, s)
+                piles = s[0]
+                if piles & mine:  # the packet goes on in its piles
+                    piles &= mine
+                    s[1] |= bit
+                else:  # into the pile beside: the way it goes through them, once known
+                    up = mine & (piles << 1) if s[4] >= 0 else 0
+                    down = mine & (piles >> 1) if s[4] <= 0 else 0
+                    piles = up | down
+                    s[1] = bit
+                    s[4] = 0 if up and down else 1 if up else -1
+                s[0] = piles
+            elif mine:
+                if len(streams) >= STREAMS:
+                    streams.pop()
+                piles = mine
+                s = [mine, bit, 0, 0, 0]
                 streams.insert(0, s)
-            if s[0] & mine:  # the packet goes on in its piles
-                s[0] &= mine
-                s[1] |= bit
-            else:  # into the pile beside: the way it goes through the piles, once known
-                up = mine & (s[0] << 1) if s[4] >= 0 else 0
-                down = mine & (s[0] >> 1) if s[4] <= 0 else 0
-                s[0] = up | down
-                s[1] = bit
-                s[4] = 0 if up and down else 1 if up else -1
-        elif mine:
-            if len(streams) >= STREAMS:
-                streams.pop()
-            s = [mine, bit, 0, 0, 0]
-            streams.insert(0, s)
-        else:  # a face the last shoe never read: no pile to follow
-            return max(logs)
-        self._predict(s)
-        return max(logs)
+            else:  # a face the last shoe never read: no pile to follow
+                if l0 >= threshold or l1 >= threshold or l2 >= threshold:
+                    crossed = at
+                    break
+                continue
+            # the stream's prediction: its piles' faces it has not taken, and the next
+            # pile's (on its way, once known)
+            way = s[4]
+            beside = ((piles << 1 if way >= 0 else 0) | (piles >> 1 if way <= 0 else 0)) \
+                & ~piles & every
+            own = (pile_faces[piles.bit_length() - 1] if not piles & (piles - 1)
+                   else memo.get(piles) or union_of(piles))
+            near = (0 if not beside else pile_faces[beside.bit_length() - 1]
+                    if not beside & (beside - 1) else memo.get(beside) or union_of(beside))
+            predicted = (own & ~s[1]) | near
+            s[2] = predicted
+            s[3] = (predicted & left).bit_count()
+            if l0 >= threshold or l1 >= threshold or l2 >= threshold:
+                self.logs = [l0, l1, l2]
+                if self.value >= threshold:
+                    crossed = at
+                    break
+        self.logs = [l0, l1, l2]
+        self.n = n
+        self._left = left
+        return crossed
 
 
+_F0, _F1, _F2 = (1 - e for e in ELSEWHERE)
 _L0, _L1, _L2 = _LOG_ELSEWHERE

@@ -601,13 +601,8 @@ class ShuffleScreen:
         where it crossed its threshold, its value), or None. The same in both paths."""
         packets = self._packets
         assert packets is not None
-        step = packets.step
-        h = self._h_cont
-        for pos, f in enumerate(faces, base + 1):
-            top = step(f)  # an upper bound of the statistic
-            if top is not None and top >= h and packets.value >= h:
-                return pos, packets.value
-        return None
+        at = packets.run(faces, self._h_cont)
+        return None if at is None else (base + 1 + at, packets.value)
 
     def _crossed(self, ref: Reference, test: str, value: float, threshold: float,
                  start: int, window: int, pos: int) -> Finding | None:
