@@ -10,6 +10,7 @@ import math
 import random
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,19 +182,27 @@ def test_the_same_cards_give_the_same_decisions() -> None:
     assert a is not None and a == b
 
 
-def test_a_slug_of_the_last_shoe_is_caught_and_named() -> None:
-    profile = load_profile("live-baccarat")
+def _after_a_fair_shoe(name: str, seed: int, settings: ScreenSettings | None = None
+                      ) -> tuple[ShuffleScreen, list[Card], Any, random.Random]:
+    """A screen after one fairly shuffled shoe of profile ``name``: (the screen, the shoe's
+    discards as collected, the next shoe's shape, the random source)."""
+    profile = load_profile(name)
+    decks = profile.decks.max
     shapes = shapes_for(profile, 1, shoes=2)
-    rng = random.Random(4)
-    screen = ShuffleScreen(settings_for(profile), 8)
+    rng = random.Random(seed)
+    screen = ShuffleScreen(settings or settings_for(profile), decks)
     screen.deck_check()
-    first = pack(8)
+    first = pack(decks)
     rng.shuffle(first)
     prev = deal(screen, first, shapes[0], 1)
     assert prev.finding is None
-    pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
+    return screen, shuffles.collected(prev.piles, prev.hands, prev.unread), shapes[1], rng
+
+
+def test_a_slug_of_the_last_shoe_is_caught_and_named() -> None:
+    screen, pile, shape, rng = _after_a_fair_shoe("live-baccarat", 4)
     order = shuffles.with_slug(pile, rng, 40, start=100, within=200)
-    got = deal(screen, order, shapes[1], 2).finding
+    got = deal(screen, order, shape, 2).finding
     assert got is not None and got.reference == "previous-shoe" and got.test == "run"
     assert got.details["shoe"] == 1
     slug = {str(c) for c in pile[100:140]}
@@ -522,17 +531,8 @@ def test_the_packet_predictor_gives_chances_that_sum_to_at_most_one(seed: int) -
 
 
 def test_the_packet_test_catches_a_riffle_of_the_discards_and_says_so() -> None:
-    profile = load_profile("gr-blackjack")
-    shapes = shapes_for(profile, 1, shoes=2)
-    rng = random.Random(8)
-    screen = ShuffleScreen(settings_for(profile), 6)
-    screen.deck_check()
-    first = pack(6)
-    rng.shuffle(first)
-    prev = deal(screen, first, shapes[0], 1)
-    assert prev.finding is None
-    pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
-    got = deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 1), rng), shapes[1], 2).finding
+    screen, pile, shape, rng = _after_a_fair_shoe("gr-blackjack", 8)
+    got = deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 1), rng), shape, 2).finding
     assert got is not None and got.test == "packet" and got.reference == "previous-shoe"
     assert "riffled packets" in got.message()
     ev = got.evidence()
@@ -540,13 +540,8 @@ def test_the_packet_test_catches_a_riffle_of_the_discards_and_says_so() -> None:
     assert got.continued > got.expected  # more cards went where a packet goes than by luck
     assert "hand pile(s)" in got.reference_order
     # without the packet test (and without hand piles) the other tests miss it
-    off = dataclasses.replace(settings_for(profile), packet_test=False, hand_piles=False)
-    screen = ShuffleScreen(off, 6)
-    screen.deck_check()
-    rng = random.Random(8)
-    first = pack(6)
-    rng.shuffle(first)
-    prev = deal(screen, first, shapes[0], 1)
-    pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
-    assert deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 1), rng), shapes[1],
+    off = dataclasses.replace(settings_for(load_profile("gr-blackjack")), packet_test=False,
+                              hand_piles=False)
+    screen, pile, shape, rng = _after_a_fair_shoe("gr-blackjack", 8, off)
+    assert deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 1), rng), shape,
                 2).finding is None
