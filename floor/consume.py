@@ -40,14 +40,19 @@ from floor.store import FilePosition
 log = logging.getLogger(__name__)
 
 DURABLE = "shoewarden-floor"
+#: records asked of the stream per pull request, and the most taken into one transaction;
+#: two requests are kept out at once, so a batch arrives while the one before is committed
 BATCH = 1000
 #: seconds before a message delivered and not acknowledged (a floor killed mid-batch) is
 #: delivered again; records after it wait for it (held back, see ``_commit``)
 ACK_WAIT = 5
 #: a record that arrives before the one it follows goes back to the stream for this long
 HOLD_BACK = 0.5
-#: how long a batch fetch may wait for more once the waiting records ran out (seconds)
+#: how long a batch may wait for more records once the waiting ones ran out (seconds)
 BUSY_WAIT = 0.02
+#: how long a pull request stays open on the server (a quiet stream: one is renewed this
+#: often; one lost with a server restart is given up after it)
+PULL_EXPIRES = 0.5
 #: how often a floor takes in the tables and alerts other floor processes committed (its
 #: pages serve every table, whichever floor consumed its records)
 SYNC_EVERY = 1.0
@@ -57,11 +62,22 @@ WAIT_FOR_PREDECESSOR = 1.0
 
 
 def stream_sequence(msg: Any) -> int:
-    """A message's place in the stream (0 for one without JetStream metadata)."""
-    try:
-        return int(msg.metadata.sequence.stream)
-    except Exception:  # not a JetStream message: keep it where it came
-        return 0
+    """A message's place in the stream (0 for one without JetStream metadata), read from
+    its reply subject as nats-py's ``Msg.metadata`` reads it (``nats/aio/msg.py``), without
+    the dataclasses and the timestamp that builds: ``$JS.ACK.<stream>.<consumer>.
+    <delivered>.<sseq>.…`` (9 tokens), or with a domain and an account hash before the
+    stream (11 or more)."""
+    tokens = (msg.reply or "").split(".")
+    if len(tokens) < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+        return 0  # not a JetStream message: keep it where it came
+    seq = tokens[5] if len(tokens) == 9 else tokens[7] if len(tokens) >= 11 else ""
+    return int(seq) if seq.isdigit() else 0
+
+
+def record_id(msg: Any) -> tuple[str, str, int] | None:
+    """A message's ``Nats-Msg-Id`` as (table, file, seq); None when it carries none."""
+    headers = msg.headers
+    return parse_msg_id(headers.get("Nats-Msg-Id", "")) if headers else None
 
 
 class NatsConsumer:
@@ -79,6 +95,12 @@ class NatsConsumer:
         self.held = 0
         self.witnessed = 0  # checkpoints published on shoewarden.witness.<table>
         self._js: Any = None
+        self._sub: Any = None
+        self._inbox = ""
+        self._ready: list[Any] = []  # delivered, not taken yet, in the order they came
+        self._asked = 0  # records asked of the consumer and not delivered yet
+        self._asked_until = 0.0  # when the requests out expire (monotonic)
+        self._arrived = asyncio.Event()  # set by each record delivered
         if floor.witness is not None:
             floor.witness_outbox = []
         self._stop = threading.Event()
@@ -96,10 +118,7 @@ class NatsConsumer:
             self._thread.join(timeout)
 
     async def _main(self) -> None:
-        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-
         nc = None
-        sub = None
         busy = False
         synced = 0.0
         while not self._stop.is_set():
@@ -108,28 +127,34 @@ class NatsConsumer:
                     nc = await self.connection.connect()
                     js = self._js = nc.jetstream()
                     await ensure_stream(js)
-                    sub = await js.pull_subscribe(
-                        f"{AUDIT_SUBJECT}.>", durable=self.durable, stream=STREAM,
-                        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT,
-                                              deliver_policy=DeliverPolicy.ALL,
-                                              ack_wait=ACK_WAIT,
-                                              max_ack_pending=20_000))
-                assert sub is not None
-                # nats-py's fetch of a batch, once it has to wait, waits for the whole batch
-                # (or its timeout) after the first message: a record arriving on a quiet
-                # stream would sit there up to the timeout. So: a batch only while records
-                # are waiting (taken at once; a short wait when they just ran out), and on
-                # a quiet stream one record, handed over the moment it arrives.
-                try:
-                    msgs = await (sub.fetch(self.batch, timeout=BUSY_WAIT) if busy
-                                  else sub.fetch(1, timeout=0.5))
-                except TimeoutError:
+                    await self._bind(js)
+                    self._inbox = nc.new_inbox()
+                    self._sub = await nc.subscribe(self._inbox, cb=self._arrive)
+                await self._ask(nc)
+                # A pull request is served as the records come: a record arriving on a
+                # quiet stream is handed over the moment it arrives. While records are
+                # flowing (the last take found some), a batch gathers for up to BUSY_WAIT.
+                if len(self._ready) < (self.batch if busy else 1):
+                    deadline = time.monotonic() + (BUSY_WAIT if busy else PULL_EXPIRES)
+                    while len(self._ready) < (self.batch if busy else 1) and \
+                            (left := deadline - time.monotonic()) > 0:
+                        self._arrived.clear()
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(self._arrived.wait(), left)
+                        await self._ask(nc)
+                if not self._ready:
                     busy = False
                     if time.monotonic() - synced >= SYNC_EVERY:
                         synced = time.monotonic()
                         self.floor.sync()
                     continue
                 busy = True
+                msgs = self._ready[:self.batch]
+                del self._ready[:self.batch]
+                # the next batch asked for now, and the request on the wire before the
+                # commit holds up this loop: the server sends it meanwhile
+                await self._ask(nc)
+                await asyncio.sleep(0)
                 await self._take(msgs)
                 now = time.monotonic()
                 if now - synced >= SYNC_EVERY:  # what the other floor processes committed
@@ -141,7 +166,66 @@ class NatsConsumer:
                 await asyncio.sleep(0.25)
         if nc is not None:
             with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+            for msg in self._ready:  # delivered, not taken: back to the stream at once
+                with contextlib.suppress(Exception):
+                    await msg.nak()
+            self._ready.clear()
+            with contextlib.suppress(Exception):
                 await nc.close()
+
+    async def _bind(self, js: Any) -> None:
+        """The durable pull consumer, created when it is not there yet (as nats-py's
+        ``pull_subscribe`` does)."""
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+        from nats.js.errors import NotFoundError
+
+        try:
+            await js.consumer_info(STREAM, self.durable)
+        except NotFoundError:
+            await js.add_consumer(STREAM, config=ConsumerConfig(
+                name=self.durable, durable_name=self.durable,
+                filter_subject=f"{AUDIT_SUBJECT}.>", ack_policy=AckPolicy.EXPLICIT,
+                deliver_policy=DeliverPolicy.ALL, ack_wait=ACK_WAIT, max_ack_pending=20_000))
+
+    async def _ask(self, nc: Any) -> None:
+        """Keep up to two batches asked of the consumer: a pull request (JetStream's
+        ``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>``, what nats-py's ``fetch`` sends)
+        for another batch once fewer than one batch is asked and not taken. The server
+        sends a request's records as they come until the batch is full or it expires; an
+        expired one answers 408 with what it left undelivered (``_arrive``). The count
+        only paces the requests: every record delivered is taken, whichever request it
+        answers."""
+        now = time.monotonic()
+        if now >= self._asked_until:  # expired, or lost with a server that went away
+            self._asked = 0
+        if self._asked + len(self._ready) > self.batch:
+            return
+        import orjson
+
+        request = orjson.dumps({"batch": self.batch, "expires": int(PULL_EXPIRES * 1e9)})
+        self._asked += self.batch
+        self._asked_until = now + PULL_EXPIRES + 0.25
+        await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{self.durable}", request,
+                         reply=self._inbox)
+
+    async def _arrive(self, msg: Any) -> None:
+        """A message on the consumer's inbox: a record (kept for the next take) or the
+        server's status for a pull request (no data, a ``Status`` header)."""
+        headers = msg.headers
+        if not msg.data and headers and "Status" in headers:
+            status = headers["Status"]
+            if status in ("404", "408", "409"):  # a request ended before its batch was full
+                left = headers.get("Nats-Pending-Messages", "")
+                self._asked = max(0, self._asked - int(left)) if left.isdigit() else 0
+                if status == "409":
+                    log.info("floor: NATS: pull request ended: %s",
+                             headers.get("Description", ""))
+            return  # 100: an idle heartbeat
+        if self._asked:
+            self._asked -= 1
+        self._ready.append(msg)
+        self._arrived.set()
 
     async def _take(self, msgs: list[Any]) -> None:
         """One batch: its runs of consecutive records of one file ingested as one group
@@ -154,7 +238,7 @@ class NatsConsumer:
         consumer hands the stream out in batches, tables interleaved): the group ends
         before it (committed, acknowledged), and the rest of the batch waits for that
         floor's commit (:meth:`_await_progress`) instead of going back to the stream."""
-        runs: list[tuple[tuple[str, str], list[Any]]] = []
+        runs: list[tuple[tuple[str, str], list[tuple[int, Any]]]] = []
         done: set[int] = set()  # id() of the messages answered
         shared = self.floor.store.shared
         try:
@@ -163,21 +247,22 @@ class NatsConsumer:
             # the first of those would be held back with everything after it, the records
             # it follows too, and come back in the same order, batch after batch
             for msg in sorted(msgs, key=stream_sequence):
-                parsed = parse_msg_id((msg.headers or {}).get("Nats-Msg-Id", ""))
+                parsed = record_id(msg)
                 if parsed is None:  # not a record the forwarder sent: nothing to index
                     log.warning("floor: NATS: a message on %s without a table:file:seq id",
                                 msg.subject)
                     await msg.term()
                     done.add(id(msg))
                     continue
-                key = (parsed[0], parsed[1])
-                if runs and runs[-1][0] == key:
-                    runs[-1][1].append(msg)
+                table, file, seq = parsed
+                if runs and runs[-1][0][0] == table and runs[-1][0][1] == file:
+                    runs[-1][1].append((seq, msg))
                 else:
-                    runs.append((key, [msg]))
+                    runs.append(((table, file), [(seq, msg)]))
             while runs:
-                settled: list[tuple[list[Any], list[Any]]] = []  # (to ack, to hold back)
-                waiting: list[tuple[tuple[str, str], list[Any]]] = []
+                # (to ack, (seq, message) to hold back)
+                settled: list[tuple[list[Any], list[tuple[int, Any]]]] = []
+                waiting: list[tuple[tuple[str, str], list[tuple[int, Any]]]] = []
                 with self.floor.pipelined():
                     for i, (key, run) in enumerate(runs):
                         take, held = self._commit(key, run)
@@ -191,20 +276,20 @@ class NatsConsumer:
                     for msg in take:
                         await msg.ack()
                         done.add(id(msg))
-                    for msg in held:
+                    for _, msg in held:
                         self.held += 1
                         await msg.nak(delay=HOLD_BACK)
                         done.add(id(msg))
                 runs = waiting
                 if runs and not await self._await_progress(runs[0][0][0]):
                     for _, run in runs:  # its predecessor was lost with a killed floor:
-                        for msg in run:  # it comes back after the ack wait
+                        for _, msg in run:  # it comes back after the ack wait
                             self.held += 1
                             await msg.nak(delay=HOLD_BACK)
                             done.add(id(msg))
                     runs = []
         finally:
-            for m in msgs:  # back to the stream at once, in order, for the next fetch
+            for m in msgs:  # back to the stream at once, in order, for a next batch
                 if id(m) not in done:
                     with contextlib.suppress(Exception):
                         await m.nak()
@@ -220,12 +305,14 @@ class NatsConsumer:
                 return True
         return False
 
-    def _commit(self, key: tuple[str, str], msgs: list[Any]) -> tuple[list[Any], list[Any]]:
+    def _commit(self, key: tuple[str, str], msgs: list[tuple[int, Any]]
+                ) -> tuple[list[Any], list[tuple[int, Any]]]:
         """One run of a file's records: those that continue the file's head are ingested
         (into the batch's group), and are to be acknowledged once it is committed, with
         those committed already; a record that comes before the one it follows (a killed
         floor's batch not yet delivered again) is to be held back, with everything after
-        it. Returns (to acknowledge, to hold back)."""
+        it. ``msgs`` are (seq, message); returns (to acknowledge, (seq, message) to hold
+        back)."""
         table, file = key
         floor = self.floor
 
@@ -237,31 +324,27 @@ class NatsConsumer:
             return pos, heads
 
         pos, heads = where()
-        first = parse_msg_id(msgs[0].headers.get("Nats-Msg-Id", ""))
         # not where this floor left the file: other floor processes may have taken it on
         # (their commits are the heads too)
-        if (pos is None or first is None or first[2] != pos.seq + 1) and floor.catch_up(table):
+        if (pos is None or msgs[0][0] != pos.seq + 1) and floor.catch_up(table):
             pos, heads = where()
         head = pos.seq if pos is not None else 0
         broken = pos is not None and pos.broken is not None
         offset = pos.offset if pos is not None else 0
         lines: list[bytes] = []
         take: list[Any] = []
-        held: list[Any] = []
+        held: list[tuple[int, Any]] = []
         expect = head + 1
-        for msg in msgs:
-            parsed = parse_msg_id(msg.headers.get("Nats-Msg-Id", ""))
-            assert parsed is not None
-            seq = parsed[2]
+        for seq, msg in msgs:
             if held or (not broken and seq > expect):
-                held.append(msg)
+                held.append((seq, msg))
                 continue
             if seq <= head or broken:
                 self.duplicates += 1  # already committed (a redelivery), or after a break
                 take.append(msg)
                 continue
             if pos is None and not lines and not self._continues(msg.data, heads):
-                held.append(msg)  # the file before it is not all in yet
+                held.append((seq, msg))  # the file before it is not all in yet
                 continue
             lines.append(bytes(msg.data) + b"\n")
             take.append(msg)
