@@ -346,7 +346,7 @@ class NatsConsumer:
             if pos is None and not lines and not self._continues(msg.data, heads):
                 held.append((seq, msg))  # the file before it is not all in yet
                 continue
-            lines.append(bytes(msg.data) + b"\n")
+            lines.append(msg.data + b"\n")
             take.append(msg)
             expect = seq + 1
         if lines:
