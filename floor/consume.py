@@ -48,11 +48,12 @@ BATCH = 1000
 ACK_WAIT = 5
 #: a record that arrives before the one it follows goes back to the stream for this long
 HOLD_BACK = 0.5
-#: how long a batch may wait for more records once the waiting ones ran out (seconds)
+#: the longest a batch gathers the records already on their way before it goes (seconds)
 BUSY_WAIT = 0.02
-#: how long a pull request stays open on the server (a quiet stream: one is renewed this
-#: often; one lost with a server restart is given up after it)
+#: how long a pull request stays open on the server: the newest one is renewed a little
+#: before it expires (a request lost with a server restart is given up with it)
 PULL_EXPIRES = 0.5
+RENEW_BEFORE = 0.05
 #: how often a floor takes in the tables and alerts other floor processes committed (its
 #: pages serve every table, whichever floor consumed its records)
 SYNC_EVERY = 1.0
@@ -119,7 +120,6 @@ class NatsConsumer:
 
     async def _main(self) -> None:
         nc = None
-        busy = False
         synced = 0.0
         while not self._stop.is_set():
             try:
@@ -131,24 +131,21 @@ class NatsConsumer:
                     self._inbox = nc.new_inbox()
                     self._sub = await nc.subscribe(self._inbox, cb=self._arrive)
                 await self._ask(nc)
-                # A pull request is served as the records come: a record arriving on a
-                # quiet stream is handed over the moment it arrives. While records are
-                # flowing (the last take found some), a batch gathers for up to BUSY_WAIT.
-                if len(self._ready) < (self.batch if busy else 1):
-                    deadline = time.monotonic() + (BUSY_WAIT if busy else PULL_EXPIRES)
-                    while len(self._ready) < (self.batch if busy else 1) and \
-                            (left := deadline - time.monotonic()) > 0:
-                        self._arrived.clear()
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(self._arrived.wait(), left)
-                        await self._ask(nc)
+                # A pull request is served as the records come: a record reaching a quiet
+                # stream is handed over the moment it arrives.
+                deadline = time.monotonic() + PULL_EXPIRES
+                while not self._ready and (left := deadline - time.monotonic()) > 0:
+                    self._arrived.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._arrived.wait(), max(0.001, min(
+                            left, self._asked_until - time.monotonic())))
+                    await self._ask(nc)  # (a request ended or is about to: the next one)
                 if not self._ready:
-                    busy = False
                     if time.monotonic() - synced >= SYNC_EVERY:
                         synced = time.monotonic()
                         self.floor.sync()
                     continue
-                busy = True
+                await self._gather()
                 msgs = self._ready[:self.batch]
                 del self._ready[:self.batch]
                 # the next batch asked for now, and the request on the wire before the
@@ -174,6 +171,20 @@ class NatsConsumer:
             with contextlib.suppress(Exception):
                 await nc.close()
 
+    async def _gather(self) -> None:
+        """Records are coming: the batch takes what is already on its way (in the socket,
+        in nats-py's queue) before it goes, up to a full batch or BUSY_WAIT — a backlog
+        goes in batches of ``batch``, a record on a stream that carries a few is not kept
+        waiting for more. Records are on their way while a turn of the loop brings more;
+        three turns bringing none end it (a chunk read off the socket reaches ``_ready``
+        within two: the read loop parses it, then the subscription's task hands it over)."""
+        deadline = time.monotonic() + BUSY_WAIT
+        idle = 0
+        while len(self._ready) < self.batch and idle < 3 and time.monotonic() < deadline:
+            before = len(self._ready)
+            await asyncio.sleep(0)
+            idle = idle + 1 if len(self._ready) == before else 0
+
     async def _bind(self, js: Any) -> None:
         """The durable pull consumer, created when it is not there yet (as nats-py's
         ``pull_subscribe`` does)."""
@@ -195,9 +206,13 @@ class NatsConsumer:
         sends a request's records as they come until the batch is full or it expires; an
         expired one answers 408 with what it left undelivered (``_arrive``). The count
         only paces the requests: every record delivered is taken, whichever request it
-        answers."""
+        answers. The count is not trusted beyond the newest request's expiry (measured: it
+        drifted above what the server still had open, and records waited up to a request's
+        life for the next one; a server restart loses them all): shortly before the newest
+        request expires a new one goes out, so a record reaching the stream never waits
+        for a request."""
         now = time.monotonic()
-        if now >= self._asked_until:  # expired, or lost with a server that went away
+        if now >= self._asked_until:  # the newest request about to expire (or lost)
             self._asked = 0
         if self._asked + len(self._ready) > self.batch:
             return
@@ -205,7 +220,7 @@ class NatsConsumer:
 
         request = orjson.dumps({"batch": self.batch, "expires": int(PULL_EXPIRES * 1e9)})
         self._asked += self.batch
-        self._asked_until = now + PULL_EXPIRES + 0.25
+        self._asked_until = now + PULL_EXPIRES - RENEW_BEFORE
         await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{self.durable}", request,
                          reply=self._inbox)
 
@@ -221,6 +236,9 @@ class NatsConsumer:
                 if status == "409":
                     log.info("floor: NATS: pull request ended: %s",
                              headers.get("Description", ""))
+                # the loop asks again at once: a record reaching the stream while no request
+                # is out would wait for the loop's next turn (up to PULL_EXPIRES)
+                self._arrived.set()
             return  # 100: an idle heartbeat
         if self._asked:
             self._asked -= 1
