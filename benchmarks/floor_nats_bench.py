@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         n2, s2, pub = backlog_from_stream(work / "day", work, pg.new_database(), broker.url,
                                           records)
         rate2 = n2 / s2
-        print(f"backlog into PostgreSQL from the stream (floor --nats: fetch, verify, fold, "
+        print(f"backlog into PostgreSQL from the stream (floor --nats: pull, verify, fold, "
               f"commit, then ack each): {n2:,} records in {s2:.2f} s = {rate2:,.0f} "
               f"records/s (target >= {TARGET_RATE:,}: "
               f"{'OK' if rate2 >= TARGET_RATE else 'MISSED'}); the forwarder published them "
