@@ -125,6 +125,7 @@ class NatsConsumer:
             try:
                 if nc is None:
                     nc = await self.connection.connect()
+                if self._sub is None:  # (again when the stream or consumer was not ready)
                     js = self._js = nc.jetstream()
                     await ensure_stream(js)
                     await self._bind(js)
