@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from controller.audit.files import parse_log_name
 from floor.core import Floor
 from floor.follow import Chunk, LogFile
@@ -217,8 +219,6 @@ class NatsConsumer:
             self._asked = 0
         if self._asked + len(self._ready) > self.batch:
             return
-        import orjson
-
         request = orjson.dumps({"batch": self.batch, "expires": int(PULL_EXPIRES * 1e9)})
         self._asked += self.batch
         self._asked_until = now + PULL_EXPIRES - RENEW_BEFORE
@@ -397,8 +397,6 @@ class NatsConsumer:
         """A file's first record may go in once the file it continues is in up to the seq
         it names (a file the floor never saw of this table: as it says, the chain check
         judges it)."""
-        import orjson
-
         try:
             chain = orjson.loads(data).get("chain")
         except orjson.JSONDecodeError:
