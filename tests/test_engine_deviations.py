@@ -1245,6 +1245,28 @@ def test_shuffle_suspect_slug_of_the_last_shoe() -> None:
     assert r.codes() == Counter({"SHUFFLE_SUSPECT": 1})
 
 
+def test_shuffle_suspect_riffle_of_the_last_shoes_discards_and_its_replay() -> None:
+    # the packet test (docs/shuffle-screening.md): the second shoe is one riffle of the
+    # first shoe's discards, collected round by round (gr-banco-punto keeps round piles)
+    rng = random.Random(7)
+
+    def riffled(new, rounds, unread):
+        kept = [r for r in rounds if r]
+        pile = shuffles.collected(kept, [[0] * len(r) for r in kept], unread)
+        return shuffles.cut(shuffles.riffle(pile, rng, 1), rng)
+
+    steps, r = _weak_run("gr-banco-punto", 2, riffled)
+    (dev,) = only(r, "SHUFFLE_SUSPECT")
+    ev = dev.evidence
+    assert ev["test"] == "packet" and ev["reference"] == "previous-shoe" and ev["shoe"] == 2
+    assert ev["reference_details"]["shoe"] == 1 and "pile" not in ev["reference_details"]
+    # a replay feeds the same inputs to a new engine: every output the same, the finding
+    # at the same card with the same evidence
+    again = run("gr-banco-punto", events(steps))
+    assert ([[o.to_record() for o in outs] for outs in again.outputs]
+            == [[o.to_record() for o in outs] for outs in r.outputs])
+
+
 def test_shuffle_suspect_not_with_the_screen_off() -> None:
     p = prof("live-baccarat")
     off = dataclasses.replace(p, shuffle_screen=dataclasses.replace(p.shuffle_screen,
@@ -1268,6 +1290,7 @@ COVERAGE = {
     "SHUFFLE_SUSPECT": [test_shuffle_suspect_unshuffled_pack,
                         test_shuffle_suspect_two_riffles_in_the_second_shoe,
                         test_shuffle_suspect_slug_of_the_last_shoe,
+                        test_shuffle_suspect_riffle_of_the_last_shoes_discards_and_its_replay,
                         test_shuffle_suspect_not_with_the_screen_off],
     "SHUFFLE_MISSING": [test_shuffle_missing_first_shoe, test_shuffle_missing_second_shoe,
                         test_stud_round_without_its_own_shuffle],
