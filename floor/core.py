@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from controller.audit import AuditLog, open_table_log, verify_file
+from controller.audit import AuditLog, AuditLogError, open_table_log, verify_file
 from controller.audit.files import parse_log_name
 from controller.audit.verify import ChainStart, verify_run
 from controller.audit.witness import Checkpoint, WitnessSigner
@@ -163,6 +163,8 @@ class Floor:
         for pos in self.store.positions():
             by_table.setdefault(pos.table, []).append(pos)
         for table, positions in by_table.items():
+            if self.only is not None and table not in self.only:
+                continue  # a floor of some tables (the display, a repair) folds no other
             self._load_table(table, positions)
             for pos in positions:
                 self._check_unchanged(pos)
@@ -320,6 +322,32 @@ class Floor:
                     alert.note = str(r.get("note") or "")
                     self.store.ack(alert.id, alert.acked_by, alert.acked_at, alert.note)
 
+    def write_own(self, kind: str, **payload: Any) -> dict[str, Any]:
+        """A record of the floor's own doing into its hash-chained log (fsynced); the
+        record as written. Raises :class:`AuditLogError` when the log cannot be written."""
+        audit = self._open_audit()
+        if audit is None:
+            raise AuditLogError("the floor has no log of its own (--log DIR)")
+        with self.lock:
+            return audit.write(kind, {"table": FLOOR_LOG_ID}, **payload)
+
+    def alerts_of_file(self, table: str, file: str) -> list[Alert]:
+        """A file's alerts, open or acknowledged, oldest first."""
+        with self.lock:
+            return sorted((a for a in self.alerts.values()
+                           if a.table == table and a.file == file), key=lambda a: a.id)
+
+    def refold(self, table: str) -> None:
+        """A table's state folded again from the index, its files in order, and its live
+        row saved (after records of an older file were taken in: the fold went out of
+        order)."""
+        with self.lock:
+            self._load_table(table, self.store.positions_of(table))
+            st = self._watch(table).state
+            summary = orjson.dumps(self.table_summary(table))
+        if st.file is not None:
+            self.store.save_live(table, st.file, st.last_seq, st.last_ts, summary, [])
+
     def ack(self, alert_id: int, by: str, note: str) -> Alert:
         """Acknowledge an alert: into the floor's hash-chained log (fsynced), then the index."""
         if not isinstance(by, str) or not by.strip():
@@ -402,8 +430,10 @@ class Floor:
             time.sleep(0)  # release the GIL: the engine thread goes first
         return n
 
-    def ingest(self, table: str, chunk: Chunk) -> int:
-        """Verify, fold and index one run of whole lines of a table's file."""
+    def ingest(self, table: str, chunk: Chunk, *, late: bool = False) -> int:
+        """Verify, fold and index one run of whole lines of a table's file. ``late``: the
+        records of a file older than the table's newest are expected (a repair,
+        floor.repair), not a ``CHAIN_BREAK``."""
         lf = chunk.log
         if self._group is None:
             self._resync()
@@ -427,8 +457,8 @@ class Floor:
                 chain_field = records[0].get("chain")
                 pos.chain = orjson.dumps(chain_field).decode() if chain_field else None
                 drafts += self._link(watch, lf, records[0])
-            elif watch.last_file is not None and lf.file != watch.last_file and records and \
-                    file_order(lf.file) < file_order(watch.last_file):
+            elif not late and watch.last_file is not None and lf.file != watch.last_file \
+                    and records and file_order(lf.file) < file_order(watch.last_file):
                 drafts.append(AlertDraft(
                     table, lf.file, records[0]["seq"], CHAIN_BREAK, "critical",
                     f"table {table}: {len(records)} record(s) appended to {lf.file} (from seq "
