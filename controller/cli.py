@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: ``shoewarden floor ACTION …``: commands of the floor's beside serving it (its own options
 #: are all flags, so these are parsed as the top-level ``floor-ACTION``)
-FLOOR_ACTIONS = ("witness-key", "witness-export")
+FLOOR_ACTIONS = ("witness-key", "witness-export", "repair")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -80,6 +80,37 @@ def cmd_witness_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_repair(args: argparse.Namespace) -> int:
+    """``shoewarden floor repair --db URL --logs DIR --log DIR --table T --file F --by NAME
+    --note TEXT`` (floor.repair)."""
+    from floor.repair import RepairError, log_path, repair_file
+
+    store, floor = None, None
+    try:
+        source = log_path([Path(d) for d in args.logs], args.table, args.file)
+        log_dir = Path(args.log)
+        store = open_store(args.db or f"sqlite:///{(log_dir / 'floor.sqlite').resolve()}")
+        floor = Floor([], store, audit_dir=log_dir, files_on_disk=False,
+                      tables=frozenset({args.table}))
+        done = repair_file(floor, args.table, args.file, source, by=args.by, note=args.note)
+    except RepairError as exc:
+        print(f"shoewarden floor repair: {exc}", file=sys.stderr)
+        return 1 if exc.refused else 2
+    except (StoreError, AuditLogError, OSError, ValueError) as exc:
+        print(f"shoewarden floor repair: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if floor is not None:
+            floor.stop()  # (closes the floor's log)
+        if store is not None:
+            store.close()
+    print(f"shoewarden floor repair: table {done.table}: {done.file} repaired from "
+          f"{done.source}: {done.records} record(s), seq {done.from_seq + 1} to {done.to_seq} "
+          f"(head {done.to_hash[:12]}…), committed; the break is cleared; recorded by "
+          f"{args.by.strip()} in the floor's log {args.log} (seq {done.log_seq})")
+    return 0
+
+
 def cmd_floor(args: argparse.Namespace) -> int:
     try:
         host, port = host_port(args.http)

@@ -74,3 +74,32 @@ def add_witness_commands(sub: Any) -> None:
                         help="the floor's index: sqlite:///PATH or postgresql://…")
     export.add_argument("--table", help="only this table")
     export.add_argument("--out", metavar="FILE", help="write here, not stdout")
+
+
+def add_repair_command(sub: Any) -> None:
+    """``shoewarden floor repair`` (reached as ``floor-repair``, see controller.cli.main)."""
+    repair = sub.add_parser(
+        "floor-repair", prog="shoewarden floor repair",
+        help="take a broken file's true records in again from the table's own log",
+        description="After a CHAIN_BREAK (a record forged into the stream under the table's "
+        "message id, say) the floor takes nothing more of that file. Once the break is "
+        "investigated, this takes the file's records in from the table's log: only a file "
+        "marked broken, only when the log holds what the floor committed and continues its "
+        "chain from there. Recorded, with who and why, in the floor's own log; the alert "
+        "and its acknowledgement stay. Exit 0 repaired, 1 refused, 2 bad arguments "
+        "(docs/floor.md).")
+    repair.add_argument("--db", metavar="URL",
+                        help="the floor's index (default sqlite:///<--log>/floor.sqlite)")
+    repair.add_argument("--logs", action="append", required=True, metavar="DIR",
+                        help="a directory of table logs (DIR/<table>/<file>): the table's own "
+                        "log, copied from the table; repeat for more")
+    repair.add_argument("--log", required=True, metavar="DIR",
+                        help="the floor's own audit log, where the repair is recorded (not a "
+                        "running floor's: it holds its log open)")
+    repair.add_argument("--table", required=True, help="the table whose file is broken")
+    repair.add_argument("--file", required=True, metavar="FILE",
+                        help="the broken log file's name (TABLE-YYYY-MM-DD[.N].jsonl)")
+    repair.add_argument("--by", required=True, metavar="NAME",
+                        help="who repairs it (as an acknowledgement's name)")
+    repair.add_argument("--note", required=True, metavar="TEXT",
+                        help="why: what the investigation found")

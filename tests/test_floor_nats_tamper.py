@@ -12,6 +12,7 @@ import orjson
 import psycopg
 import pytest
 
+from controller.cli import main as cli_main
 from floor.consume import NatsConsumer
 from floor.core import Floor
 from floor.forward import STREAM, Connection, Forwarder, audit_subject, msg_id
@@ -19,6 +20,7 @@ from floor.store import PostgresStore
 from tests.floor_helpers import append, table_log
 from tests.nats_helpers import stream_messages
 from tests.servers import NatsServer, PostgresServer
+from tests.test_audit_helpers import line_of, rehash
 
 
 def altered_card(lines: list[bytes], cut: int) -> bytes:
@@ -110,3 +112,131 @@ def test_a_forged_record_with_a_valid_message_id_is_refused_and_the_true_chain_k
     assert [orjson.loads(t) for _, _, t in got] == true  # the table's records, unaltered
     assert [s for s, _ in breaks] == [cut + 1] and "BP-01" in breaks[0][1]
     assert head[0][:2] == (cut, true[-1]["hash"]) and head[0][2]  # the break is recorded
+
+
+def repair(db: str, logs: Path, floor_log: Path, file: str, capsys: pytest.CaptureFixture[str],
+           table: str = "BP-01") -> tuple[int, str]:
+    """``shoewarden floor repair`` as an operator types it: (exit status, what it said)."""
+    code = cli_main(["floor", "repair", "--db", db, "--logs", str(logs), "--log",
+                     str(floor_log), "--table", table, "--file", file, "--by", "A. Auditor",
+                     "--note", "forged record in the stream; the table's log is the truth"])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def resealed(lines: list[bytes], index: int, prev: str | None = None) -> list[bytes]:
+    """The log re-sealed from ``lines[index]`` on, that record's time changed (and its
+    ``prev`` set to ``prev``, if given): a chain of its own from there."""
+    out = list(lines[:index])
+    link = orjson.loads(lines[index - 1])["hash"] if prev is None else prev
+    for n, line in enumerate(lines[index:]):
+        rec = orjson.loads(line)
+        if n == 0:
+            rec["ts"] = "2026-11-21T23:59:59.000Z"
+        rec["prev"] = link
+        rec = rehash(rec)
+        link = rec["hash"]
+        out.append(line_of(rec))
+    return out
+
+
+def edited(lines: list[bytes], index: int) -> list[bytes]:
+    """``lines[index]`` with its time changed, not re-sealed."""
+    rec = dict(orjson.loads(lines[index]), ts="2026-11-21T23:59:59.000Z")
+    return [*lines[:index], line_of(rec), *lines[index + 1:]]
+
+
+def db_file(db: str) -> tuple[list[tuple[int, str, str]], tuple[int, str, str | None]]:
+    with psycopg.connect(db) as conn:
+        rows = conn.execute("SELECT seq, hash, record::text FROM audit_records "
+                            "ORDER BY seq").fetchall()
+        (head,) = conn.execute("SELECT seq, hash, broken FROM log_files").fetchall()
+    return rows, head
+
+
+def test_a_broken_file_is_repaired_from_the_tables_log_and_its_next_record_follows_over_nats(
+        nats_server: NatsServer, pg_server: PostgresServer, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    source = table_log(tmp_path / "source")
+    lines = source.read_bytes().splitlines(keepends=True)
+    cut = card_cut(lines)
+    logs = tmp_path / "logs"
+    target = logs / "BP-01" / source.name
+    target.parent.mkdir(parents=True)
+    append(target, b"".join(lines[:cut]))
+    db = pg_server.new_database()
+    floor = Floor([], PostgresStore(db), audit_dir=tmp_path / "floorlog", files_on_disk=False)
+    consumer = NatsConsumer(floor, Connection([nats_server.url]))
+    consumer.start()
+    fwd = Forwarder([logs], Connection([nats_server.url]))
+    fwd.start()
+    repair_log = tmp_path / "repairlog"
+    try:
+        wait_for(lambda: floor.tables.get("BP-01") is not None
+                 and floor.tables["BP-01"].state.last_seq == cut)
+        # a file that is not broken is not repaired
+        code, said = repair(db, logs, repair_log, source.name, capsys)
+        assert code == 1 and "is not marked broken" in said and "Traceback" not in said
+        code, said = repair(db, logs, repair_log, "BP-01-2026-11-22.jsonl", capsys)
+        assert code == 2 and "--file BP-01-2026-11-22.jsonl: not found" in said
+
+        forge(nats_server.url, "BP-01", source.name, cut + 1, altered_card(lines, cut))
+        append(target, b"".join(lines[cut:-1]))  # the table writes on; its last record later
+        wait_for(lambda: fwd.cursors["BP-01"].seq == len(lines) - 1)
+        wait_for(lambda: any(a.code == "CHAIN_BREAK" for a in floor.alerts.values()))
+        time.sleep(1)  # what comes after the forgery has had its chance to go in
+        (alert,) = [a for a in floor.alerts.values() if a.code == "CHAIN_BREAK"]
+        floor.ack(alert.id, "P. Boss", "stream tampered with: investigating")
+        assert len(db_file(db)[0]) == cut
+
+        # a log that does not continue the committed head is refused, and nothing changes
+        day = lines[:-1]
+        for name, log, where in [
+                ("rewritten", resealed(day, cut - 1), f"end at seq {cut} "),
+                ("relinked", resealed(day, cut, prev="f" * 64), f"line {cut + 1} has prev fff"),
+                ("edited", edited(day, cut + 3), f"line {cut + 4} (seq {cut + 4})")]:
+            other = tmp_path / name / "BP-01" / source.name
+            other.parent.mkdir(parents=True)
+            other.write_bytes(b"".join(log))
+            code, said = repair(db, tmp_path / name, repair_log, source.name, capsys)
+            assert code == 1 and where in said and "Traceback" not in said, said
+            rows, head = db_file(db)
+            assert len(rows) == cut and head[0] == cut and head[2]
+
+        code, said = repair(db, logs, repair_log, source.name, capsys)
+        assert code == 0, said
+        assert f"seq {cut + 1} to {len(lines) - 1}" in said
+        # the floor consuming the stream takes the table's next record from the new head
+        append(target, lines[-1])
+        wait_for(lambda: fwd.cursors["BP-01"].seq == len(lines))
+        wait_for(lambda: len(db_file(db)[0]) == len(lines))
+        wait_for(lambda: floor.tables["BP-01"].state.last_seq == len(lines))
+        assert floor.table_summary("BP-01")["chain_ok"]
+        code, said = repair(db, logs, repair_log, source.name, capsys)
+        assert code == 1 and "is not marked broken" in said  # once repaired, it is not again
+    finally:
+        fwd.stop()
+        consumer.stop()
+        floor.stop()
+        floor.store.close()
+    rows, head = db_file(db)
+    true = [orjson.loads(x) for x in lines]
+    assert [(s, h) for s, h, _ in rows] == [(r["seq"], r["hash"]) for r in true]
+    assert [orjson.loads(t) for _, _, t in rows] == true  # every record once, unaltered
+    assert head == (len(lines), true[-1]["hash"], None)
+    with psycopg.connect(db) as conn:
+        alerts = conn.execute("SELECT id, seq, acked_by, note FROM alerts "
+                              "WHERE code = 'CHAIN_BREAK'").fetchall()
+    assert alerts == [(alert.id, cut + 1, "P. Boss", "stream tampered with: investigating")]
+    # who repaired it and why, in the floor's own hash-chained log
+    (floor_file,) = sorted((repair_log / "floor").glob("*.jsonl"))
+    assert cli_main(["audit", "verify", str(floor_file)]) == 0
+    capsys.readouterr()
+    (rec,) = [orjson.loads(x) for x in floor_file.read_bytes().splitlines()
+              if orjson.loads(x)["kind"] == "repair"]
+    assert rec["by"] == "A. Auditor" and "forged" in rec["note"]
+    assert rec["repaired"]["from"] == {"seq": cut, "hash": true[cut - 1]["hash"]}
+    assert rec["repaired"]["to"] == {"seq": len(lines) - 1, "hash": true[-2]["hash"]}
+    assert rec["repaired"]["records"] == len(lines) - 1 - cut
+    assert rec["alerts"] == [{"id": alert.id, "seq": cut + 1, "code": "CHAIN_BREAK",
+                              "acked_by": "P. Boss"}]

@@ -85,6 +85,12 @@ def cmd_witness_export(args: argparse.Namespace) -> int:
     return witness_export(args)
 
 
+def cmd_repair(args: argparse.Namespace) -> int:
+    from floor.cli import cmd_repair as repair
+
+    return repair(args)
+
+
 def cmd_forward(args: argparse.Namespace) -> int:
     _logging(False)
     from floor.cli import cmd_forward as forward
@@ -188,6 +194,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     from floor.options import (  # argparse only: no web stack until it runs
         add_floor_options,
+        add_repair_command,
         add_witness_commands,
     )
 
@@ -202,6 +209,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_witness_commands(sub)
     sub.choices["floor-witness-key"].set_defaults(func=cmd_witness_key)
     sub.choices["floor-witness-export"].set_defaults(func=cmd_witness_export)
+    add_repair_command(sub)
+    sub.choices["floor-repair"].set_defaults(func=cmd_repair)
 
     forward = sub.add_parser(
         "forward", help="publish table logs on disk to NATS JetStream (an offline table)",

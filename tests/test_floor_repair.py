@@ -1,0 +1,158 @@
+"""``shoewarden floor repair`` on the floor that follows log files, on both index backends
+(SQLite, the embedded floor's; PostgreSQL on a private server): a broken file's true records
+taken in from the table's log, and the floor following on from the new head. The same over
+NATS, with a record forged into the stream: tests/test_floor_nats_tamper.py."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from controller.cli import main as cli_main
+from floor.alerts import CHAIN_BREAK, LOG_REWRITTEN
+from floor.core import Floor
+from floor.store import open_store
+from tests.floor_helpers import append, drain, table_log
+from tests.test_audit_helpers import line_of, rotated_set
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The floor's index, as ``--db`` names it."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'floor.sqlite'}"
+    else:
+        yield request.getfixturevalue("pg_server").new_database()
+
+
+def floor_on(db: str, logs: Path, work: Path) -> Floor:
+    return Floor([logs], open_store(db), audit_dir=work / "floorlog")
+
+
+def repair(db: str, logs: Path, work: Path, table: str, file: str,
+           capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = cli_main(["floor", "repair", "--db", db, "--logs", str(logs), "--log",
+                     str(work / "floorlog"), "--table", table, "--file", file, "--by",
+                     "A. Auditor", "--note", "the true log restored from the table"])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def edited(line: bytes, renumber: int = 0) -> bytes:
+    """A record with its time changed (and its seq moved by ``renumber``), not re-sealed
+    (an edit in place)."""
+    rec = orjson.loads(line)
+    return line_of(dict(rec, ts="2026-11-21T23:59:59.000Z", seq=rec["seq"] + renumber))
+
+
+def indexed(db: str, table: str) -> list[tuple[str, int, str]]:
+    store = open_store(db)
+    try:
+        return [(f, r["seq"], r["hash"]) for f, line in store.records(table)
+                for r in [orjson.loads(line)]]
+    finally:
+        store.close()
+
+
+def test_a_file_edited_in_place_is_repaired_from_the_true_log_and_followed_on(
+        db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = table_log(tmp_path / "source")
+    lines = source.read_bytes().splitlines(keepends=True)
+    logs = tmp_path / "logs"
+    target = logs / "BP-01" / source.name
+    target.parent.mkdir(parents=True)
+    append(target, b"".join(lines[:200]))
+    floor = floor_on(db, logs, tmp_path)
+    assert drain(floor) == 200
+    append(target, edited(lines[200]) + b"".join(lines[201:400]))
+    drain(floor)
+    (alert,) = [a for a in floor.alerts.values() if a.code == CHAIN_BREAK]
+    assert alert.seq == 201
+    floor.ack(alert.id, "P. Boss", "log edited on the table's disk")
+    floor.stop()
+    floor.store.close()
+
+    # the edited log does not continue the floor's head: refused, nothing changed
+    code, said = repair(db, logs, tmp_path, "BP-01", source.name, capsys)
+    assert code == 1 and "line 201 (seq 201)" in said and "Traceback" not in said, said
+    assert len(indexed(db, "BP-01")) == 200
+
+    target.write_bytes(b"".join(lines[:400]))  # the table's true log, from its backup
+    code, said = repair(db, logs, tmp_path, "BP-01", source.name, capsys)
+    assert code == 0 and "200 record(s), seq 201 to 400" in said, said
+
+    floor = floor_on(db, logs, tmp_path)  # a restart: from the repaired head on
+    try:
+        append(target, b"".join(lines[400:]))
+        assert drain(floor) == len(lines) - 400
+        assert [a.code for a in floor.alerts.values()].count(CHAIN_BREAK) == 1
+        assert not any(a.code == LOG_REWRITTEN for a in floor.alerts.values())
+        assert floor.alerts[alert.id].acked_by == "P. Boss"
+        assert floor.table_summary("BP-01")["chain_ok"]
+    finally:
+        floor.stop()
+        floor.store.close()
+    assert indexed(db, "BP-01") == [(source.name, r["seq"], r["hash"])
+                                    for r in map(orjson.loads, lines)]
+    kinds = [orjson.loads(x)["kind"] for f in sorted((tmp_path / "floorlog" / "floor").glob(
+        "*.jsonl")) for x in f.read_bytes().splitlines()]
+    assert kinds.count("repair") == 1 and kinds.count("ack") == 1
+
+
+def test_an_older_file_is_repaired_while_the_table_is_on_its_next(
+        db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    true = tmp_path / "table"
+    days = rotated_set(true)  # three days of T1: three files, one chain
+    logs = tmp_path / "logs"
+    shutil.copytree(true, logs)
+    middle = logs / "T1" / days[1].name
+    lines = middle.read_bytes().splitlines(keepends=True)
+    # (renumbered: the break's alert is not at the seq the repair starts from, where an
+    # alert of the repair's making would go unseen)
+    middle.write_bytes(b"".join([*lines[:-5], edited(lines[-5], 1000), *lines[-4:]]))
+    floor = floor_on(db, logs, tmp_path)
+    drain(floor)
+    breaks = sorted((a.file, a.seq) for a in floor.alerts.values() if a.code == CHAIN_BREAK)
+    floor.stop()
+    floor.store.close()
+    # the break, and the next day's file that does not continue the head the floor read
+    newest = days[2].read_bytes().splitlines()
+    assert breaks == [(days[1].name, orjson.loads(lines[-5])["seq"] + 1000),
+                      (days[2].name, orjson.loads(newest[0])["seq"])]
+
+    code, said = repair(db, true, tmp_path, "T1", days[1].name, capsys)
+    assert code == 0, said
+    assert indexed(db, "T1") == [(d.name, r["seq"], r["hash"]) for d in days
+                                 for r in map(orjson.loads, d.read_bytes().splitlines())]
+    floor = floor_on(db, true, tmp_path)
+    try:  # no alert of the repair's own; the table's live state is its newest file's
+        assert sorted((a.file, a.seq) for a in floor.alerts.values()
+                      if a.code == CHAIN_BREAK) == breaks
+        ((_, file, seq, _),) = floor.store.live_state("T1")
+        assert (file, seq) == (days[2].name, orjson.loads(newest[-1])["seq"])
+    finally:
+        floor.stop()
+        floor.store.close()
+
+
+@pytest.mark.parametrize(("args", "message", "status"), [
+    (["--file", "T1-2026-11-20.jsonl"], "the floor holds no file T1-2026-11-20.jsonl", 2),
+    (["--file", "nonsense.txt"], "--file 'nonsense.txt': not a log file name of table T1", 2),
+    (["--by", " "], "--by must name the person repairing", 2),
+    (["--db", "mysql://floor"], "use sqlite:///PATH or postgresql://", 2),
+])
+def test_bad_repair_arguments_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        args: list[str], message: str, status: int) -> None:
+    days = rotated_set(tmp_path / "logs")
+    base = {"--db": f"sqlite:///{tmp_path / 'floor.sqlite'}", "--logs": str(tmp_path / "logs"),
+            "--log": str(tmp_path / "floorlog"), "--table": "T1", "--file": days[1].name,
+            "--by": "A. Auditor", "--note": "n"}
+    for i in range(0, len(args), 2):
+        base[args[i]] = args[i + 1]
+    code = cli_main(["floor", "repair", *[x for kv in base.items() for x in kv]])
+    err = capsys.readouterr().err
+    assert code == status and message in err and "Traceback" not in err, err
