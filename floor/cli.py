@@ -89,7 +89,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
     try:
         source = log_path([Path(d) for d in args.logs], args.table, args.file)
         log_dir = Path(args.log)
-        store = open_store(args.db or f"sqlite:///{(log_dir / 'floor.sqlite').resolve()}")
+        index = (log_dir / "floor.sqlite").resolve()
+        if not args.db and not index.is_file():  # (a new, empty index would hold nothing)
+            raise RepairError(f"no floor index at {index} (the default, under --log): give "
+                              "--db URL, the floor's index", refused=False)
+        store = open_store(args.db or f"sqlite:///{index}")
         floor = Floor([], store, audit_dir=log_dir, files_on_disk=False,
                       tables=frozenset({args.table}))
         done = repair_file(floor, args.table, args.file, source, by=args.by, note=args.note)

@@ -17,7 +17,7 @@ from floor.consume import NatsConsumer
 from floor.core import Floor
 from floor.forward import STREAM, Connection, Forwarder, audit_subject, msg_id
 from floor.store import PostgresStore
-from tests.floor_helpers import append, table_log
+from tests.floor_helpers import append, deviations_in, table_log
 from tests.nats_helpers import stream_messages
 from tests.servers import NatsServer, PostgresServer
 from tests.test_audit_helpers import line_of, rehash
@@ -227,7 +227,12 @@ def test_a_broken_file_is_repaired_from_the_tables_log_and_its_next_record_follo
     with psycopg.connect(db) as conn:
         alerts = conn.execute("SELECT id, seq, acked_by, note FROM alerts "
                               "WHERE code = 'CHAIN_BREAK'").fetchall()
+        every = conn.execute("SELECT seq, code FROM alerts ORDER BY seq").fetchall()
     assert alerts == [(alert.id, cut + 1, "P. Boss", "stream tampered with: investigating")]
+    # the repaired records' deviations raised their alerts (CUT_CARD_POSITION late in the day)
+    assert every == sorted([(s, c) for s, c, sev in deviations_in(target) if sev != "info"]
+                           + [(cut + 1, "CHAIN_BREAK")])
+    assert max(s for s, _ in every) > cut + 1
     # who repaired it and why, in the floor's own hash-chained log
     (floor_file,) = sorted((repair_log / "floor").glob("*.jsonl"))
     assert cli_main(["audit", "verify", str(floor_file)]) == 0

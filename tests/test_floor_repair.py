@@ -144,6 +144,7 @@ def test_an_older_file_is_repaired_while_the_table_is_on_its_next(
     (["--file", "nonsense.txt"], "--file 'nonsense.txt': not a log file name of table T1", 2),
     (["--by", " "], "--by must name the person repairing", 2),
     (["--db", "mysql://floor"], "use sqlite:///PATH or postgresql://", 2),
+    (["--db", ""], "floorlog/floor.sqlite (the default, under --log): give --db URL", 2),
 ])
 def test_bad_repair_arguments_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                         args: list[str], message: str, status: int) -> None:
