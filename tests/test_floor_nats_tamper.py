@@ -70,10 +70,12 @@ def wait_for(cond, timeout: float = 30) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("forgery", [altered_card, inserted])
-def test_a_forged_record_with_a_valid_message_id_is_refused_and_the_true_chain_kept(
-        forgery, nats_server: NatsServer, pg_server: PostgresServer,  # type: ignore[no-untyped-def]
-        tmp_path: Path) -> None:
+def _table_and_floor(tmp_path: Path, nats_server: NatsServer, pg_server: PostgresServer
+                     ) -> tuple[list[bytes], int, Path, str, Floor, NatsConsumer, Forwarder]:
+    """A table BP-01 whose log holds its records up to the card a forgery will come at
+    (``cut``), forwarded to the stream, and a floor consuming it into a new database:
+    (the whole day's lines, cut, the table's log file, the database, the floor, its
+    consumer, the forwarder), both started."""
     source = table_log(tmp_path / "source")
     lines = source.read_bytes().splitlines(keepends=True)
     cut = card_cut(lines)  # the table has written this many records when the forgery comes
@@ -86,10 +88,19 @@ def test_a_forged_record_with_a_valid_message_id_is_refused_and_the_true_chain_k
     consumer.start()
     fwd = Forwarder([tmp_path / "logs"], Connection([nats_server.url]))
     fwd.start()
+    return lines, cut, target, db, floor, consumer, fwd
+
+
+@pytest.mark.parametrize("forgery", [altered_card, inserted])
+def test_a_forged_record_with_a_valid_message_id_is_refused_and_the_true_chain_kept(
+        forgery, nats_server: NatsServer, pg_server: PostgresServer,  # type: ignore[no-untyped-def]
+        tmp_path: Path) -> None:
+    lines, cut, target, db, floor, consumer, fwd = _table_and_floor(tmp_path, nats_server,
+                                                                    pg_server)
     try:
         wait_for(lambda: len(stream_messages(nats_server.url)) == cut)
         forged = forgery(lines, cut)
-        forge(nats_server.url, "BP-01", source.name, cut + 1, forged)  # ahead of the table
+        forge(nats_server.url, "BP-01", target.name, cut + 1, forged)  # ahead of the table
         append(target, b"".join(lines[cut:]))
         wait_for(lambda: fwd.cursors["BP-01"].seq == len(lines))
         wait_for(lambda: any(a.code == "CHAIN_BREAK" for a in floor.alerts.values()))
@@ -157,30 +168,20 @@ def db_file(db: str) -> tuple[list[tuple[int, str, str]], tuple[int, str, str | 
 def test_a_broken_file_is_repaired_from_the_tables_log_and_its_next_record_follows_over_nats(
         nats_server: NatsServer, pg_server: PostgresServer, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    source = table_log(tmp_path / "source")
-    lines = source.read_bytes().splitlines(keepends=True)
-    cut = card_cut(lines)
+    lines, cut, target, db, floor, consumer, fwd = _table_and_floor(tmp_path, nats_server,
+                                                                    pg_server)
     logs = tmp_path / "logs"
-    target = logs / "BP-01" / source.name
-    target.parent.mkdir(parents=True)
-    append(target, b"".join(lines[:cut]))
-    db = pg_server.new_database()
-    floor = Floor([], PostgresStore(db), audit_dir=tmp_path / "floorlog", files_on_disk=False)
-    consumer = NatsConsumer(floor, Connection([nats_server.url]))
-    consumer.start()
-    fwd = Forwarder([logs], Connection([nats_server.url]))
-    fwd.start()
     repair_log = tmp_path / "repairlog"
     try:
         wait_for(lambda: floor.tables.get("BP-01") is not None
                  and floor.tables["BP-01"].state.last_seq == cut)
         # a file that is not broken is not repaired
-        code, said = repair(db, logs, repair_log, source.name, capsys)
+        code, said = repair(db, logs, repair_log, target.name, capsys)
         assert code == 1 and "is not marked broken" in said and "Traceback" not in said
         code, said = repair(db, logs, repair_log, "BP-01-2026-11-22.jsonl", capsys)
         assert code == 2 and "--file BP-01-2026-11-22.jsonl: not found" in said
 
-        forge(nats_server.url, "BP-01", source.name, cut + 1, altered_card(lines, cut))
+        forge(nats_server.url, "BP-01", target.name, cut + 1, altered_card(lines, cut))
         append(target, b"".join(lines[cut:-1]))  # the table writes on; its last record later
         wait_for(lambda: fwd.cursors["BP-01"].seq == len(lines) - 1)
         wait_for(lambda: any(a.code == "CHAIN_BREAK" for a in floor.alerts.values()))
@@ -195,15 +196,15 @@ def test_a_broken_file_is_repaired_from_the_tables_log_and_its_next_record_follo
                 ("rewritten", resealed(day, cut - 1), f"end at seq {cut} "),
                 ("relinked", resealed(day, cut, prev="f" * 64), f"line {cut + 1} has prev fff"),
                 ("edited", edited(day, cut + 3), f"line {cut + 4} (seq {cut + 4})")]:
-            other = tmp_path / name / "BP-01" / source.name
+            other = tmp_path / name / "BP-01" / target.name
             other.parent.mkdir(parents=True)
             other.write_bytes(b"".join(log))
-            code, said = repair(db, tmp_path / name, repair_log, source.name, capsys)
+            code, said = repair(db, tmp_path / name, repair_log, target.name, capsys)
             assert code == 1 and where in said and "Traceback" not in said, said
             rows, head = db_file(db)
             assert len(rows) == cut and head[0] == cut and head[2]
 
-        code, said = repair(db, logs, repair_log, source.name, capsys)
+        code, said = repair(db, logs, repair_log, target.name, capsys)
         assert code == 0, said
         assert f"seq {cut + 1} to {len(lines) - 1}" in said
         # the floor consuming the stream takes the table's next record from the new head
@@ -212,7 +213,7 @@ def test_a_broken_file_is_repaired_from_the_tables_log_and_its_next_record_follo
         wait_for(lambda: len(db_file(db)[0]) == len(lines))
         wait_for(lambda: floor.tables["BP-01"].state.last_seq == len(lines))
         assert floor.table_summary("BP-01")["chain_ok"]
-        code, said = repair(db, logs, repair_log, source.name, capsys)
+        code, said = repair(db, logs, repair_log, target.name, capsys)
         assert code == 1 and "is not marked broken" in said  # once repaired, it is not again
     finally:
         fwd.stop()
