@@ -27,6 +27,7 @@ CHAIN_BREAK = "CHAIN_BREAK"  # the table's hash chain does not verify at this re
 LOG_REWRITTEN = "LOG_REWRITTEN"  # records the floor had read changed or vanished since
 CHAIN_NEW = "CHAIN_NEW"  # a new chain started with a recorded reason (the old one broke)
 TABLE_SILENT = "TABLE_SILENT"  # an open table wrote nothing for too long
+CHAIN_REPAIRED = "CHAIN_REPAIRED"  # a broken file's true records taken in from the log
 FLOOR_RULE = "docs/floor.md"
 
 SEVERITY_ORDER = {"critical": 2, "warning": 1, "info": 0}

@@ -620,6 +620,11 @@ class Floor:
                            f"read {head.file} to seq {head.seq}, {said}", FLOOR_RULE,
                            utc_now())]
 
+    def raise_alerts(self, drafts: list[AlertDraft]) -> None:
+        """Alerts of something done to the floor from outside its own reading (a repair):
+        indexed, kept, and published as every alert is."""
+        self._raise(drafts)
+
     def _raise(self, drafts: list[AlertDraft]) -> None:
         with self.lock:
             made = self.store.add_alerts(drafts)

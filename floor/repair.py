@@ -16,7 +16,8 @@ operator repairs the file from it (``shoewarden floor repair``):
   the log differs;
 - who repaired it and why goes into the floor's own hash-chained log first (``kind:
   "repair"``), then the records, the file's new head and the cleared break are committed in
-  one transaction. The ``CHAIN_BREAK`` alert and its acknowledgement stay as they were.
+  one transaction. The ``CHAIN_BREAK`` alert and its acknowledgement stay as they were; a
+  ``CHAIN_REPAIRED`` alert (warning) names who repaired what, until someone acknowledges it.
 
 The repair runs as a floor of its own on the same index (it folds, raises the alerts of the
 repaired records' deviations, signs nothing); a floor consuming NATS on a shared index takes
@@ -34,8 +35,8 @@ import orjson
 from controller.audit import AuditLogError
 from controller.audit.files import parse_log_name
 from controller.audit.verify import ChainStart, VerifyResult, verify_run
-from floor.alerts import CHAIN_BREAK, LOG_REWRITTEN
-from floor.core import Floor, file_order
+from floor.alerts import CHAIN_BREAK, CHAIN_REPAIRED, FLOOR_RULE, LOG_REWRITTEN, AlertDraft
+from floor.core import Floor, file_order, utc_now
 from floor.follow import Chunk, LogFile
 from floor.store import FilePosition
 
@@ -210,9 +211,16 @@ def repair_file(floor: Floor, table: str, file: str, source: Path, *, by: str,
         raise RepairError(f"the repair of {table} {file} was not committed: {exc}; "
                           f"{said}", refused=False) from None
     if took != len(lines) or mine.broken:  # checked just before: cannot differ
-        raise RepairError(f"the repair of {table} {file} took {took} of {len(lines)} "
-                          f"record(s): {mine.broken}")
+        raise RepairError(f"the repair of {table} {file} was committed but took {took} of "
+                          f"{len(lines)} record(s): {mine.broken}", refused=False)
     if newer:  # an older file repaired: the table's live state is its newest file's
         floor.refold(table)
+    # on every floor's pages until someone acknowledges it: a file repaired is a thing an
+    # inspector looks at, whoever did it
+    floor.raise_alerts([AlertDraft(
+        table, file, result.head_seq, CHAIN_REPAIRED, "warning",
+        f"{file} repaired from the table's log by {by.strip()}: seq {from_seq + 1} to "
+        f"{result.head_seq} taken in ({len(lines)} record(s); the floor's log seq "
+        f"{record['seq']})" + (f": {note}" if note else ""), FLOOR_RULE, utc_now())])
     return Repair(table, file, str(source), from_seq, from_hash, result.head_seq,
                   result.head, took, int(record["seq"]))

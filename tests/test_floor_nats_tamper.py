@@ -230,9 +230,10 @@ def test_a_broken_file_is_repaired_from_the_tables_log_and_its_next_record_follo
                               "WHERE code = 'CHAIN_BREAK'").fetchall()
         every = conn.execute("SELECT seq, code FROM alerts ORDER BY seq").fetchall()
     assert alerts == [(alert.id, cut + 1, "P. Boss", "stream tampered with: investigating")]
-    # the repaired records' deviations raised their alerts (CUT_CARD_POSITION late in the day)
+    # the repaired records' deviations raised their alerts (CUT_CARD_POSITION late in the
+    # day), and the repair one of its own at the head it committed
     assert every == sorted([(s, c) for s, c, sev in deviations_in(target) if sev != "info"]
-                           + [(cut + 1, "CHAIN_BREAK")])
+                           + [(cut + 1, "CHAIN_BREAK"), (len(lines) - 1, "CHAIN_REPAIRED")])
     assert max(s for s, _ in every) > cut + 1
     # who repaired it and why, in the floor's own hash-chained log
     (floor_file,) = sorted((repair_log / "floor").glob("*.jsonl"))

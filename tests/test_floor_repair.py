@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from controller.cli import main as cli_main
-from floor.alerts import CHAIN_BREAK, LOG_REWRITTEN
+from floor.alerts import CHAIN_BREAK, CHAIN_REPAIRED, LOG_REWRITTEN
 from floor.core import Floor
 from floor.store import open_store
 from tests.floor_helpers import append, drain, table_log
@@ -129,9 +129,13 @@ def test_an_older_file_is_repaired_while_the_table_is_on_its_next(
     assert indexed(db, "T1") == [(d.name, r["seq"], r["hash"]) for d in days
                                  for r in map(orjson.loads, d.read_bytes().splitlines())]
     floor = floor_on(db, true, tmp_path)
-    try:  # no alert of the repair's own; the table's live state is its newest file's
+    try:  # the breaks stay; one alert of the repair, naming who did it; the table's live
+        # state is its newest file's
         assert sorted((a.file, a.seq) for a in floor.alerts.values()
                       if a.code == CHAIN_BREAK) == breaks
+        (fixed,) = [a for a in floor.alerts.values() if a.code == CHAIN_REPAIRED]
+        assert (fixed.file, fixed.severity, fixed.is_open) == (days[1].name, "warning", True)
+        assert fixed.seq == orjson.loads(lines[-1])["seq"] and "by " in fixed.message
         ((_, file, seq, _),) = floor.store.live_state("T1")
         assert (file, seq) == (days[2].name, orjson.loads(newest[-1])["seq"])
     finally:
