@@ -19,12 +19,12 @@ faces it goes to that are still to come, and ``e`` over all the cards still to c
 proportion to their counts (three such predictors, ``e`` from :data:`ELSEWHERE`, mixed)
 — held against the exact chance ``c_f / n`` under a fair shuffle. (Evenly over faces,
 not cards: how many faces of a set are left is one ``bit_count`` of two 52-bit sets,
-where the cards would be a sum over the set's faces at every card.) Whatever the streams, each
-predictor's chances sum to at most 1, so under a fair shuffle the product of
-``q(f) · n / c_f`` is a supermartingale and Ville's inequality bounds it from the
-shoe's first card: threshold ``ln(1/α_i)``. Everything is fixed before the card
-is read; the streams are then fed with it (the stream that predicted it most sharply
-takes it, or it starts a new one in place of the stalest).
+where the cards would be a sum over the set's faces at every card.) Whatever the
+streams, each predictor's chances sum to at most 1, so under a fair shuffle the product
+of ``q(f) · n / c_f`` is a supermartingale and Ville's inequality bounds it from the
+shoe's first card: threshold ``ln(1/α_i)``. Everything is fixed before the card is read;
+the streams are then fed with it (the stream that predicted it most sharply takes it,
+or it starts a new one in place of the stalest).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ _E0, _E1, _E2 = ELSEWHERE
 _LOG_MIX = math.log(len(ELSEWHERE))
 #: per number of streams, 1 / the sum of their weights
 _NORM = (0.0, *(1 / sum(WEIGHTS[:k]) for k in range(1, STREAMS + 1)))
+
 
 class PacketTest:
     """The packet test over one shoe (see the module docstring). ``piles_of[f]``: the
