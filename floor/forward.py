@@ -439,13 +439,18 @@ class WitnessListener:
     Runs on a thread of its own, like the forwarder; the engine never waits for it."""
 
     def __init__(self, table: str, connection: Connection, post: Callable[[Checkpoint], None],
-                 *, poll: float = 0.5) -> None:
+                 *, poll: float = 0.5, check: Callable[[Checkpoint], str | None] | None = None
+                 ) -> None:
         self.table = table
         self.connection = connection
         self.post = post
         self.poll = poll
+        #: why a checkpoint is not to be recorded (its signature does not verify), or None
+        self.check = check
         self.received = 0
+        self.refused = 0
         self.last: tuple[Any, int] | None = None
+        self._refused_last: tuple[str, str] | None = None  # (sig, ts): said once
         self._stop = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()),
                                         name="shoewarden-witness-in", daemon=True)
@@ -478,10 +483,20 @@ class WitnessListener:
                 if msg is not None:
                     for cp in parse_checkpoints(bytes(msg.data), subject):
                         place = (file_order(cp.file), cp.seq)
-                        if cp.table == self.table and (self.last is None or place > self.last):
-                            self.last = place
-                            self.received += 1
-                            self.post(cp)
+                        if cp.table != self.table or (self.last is not None
+                                                      and place <= self.last):
+                            continue
+                        why = self.check(cp) if self.check is not None else None
+                        if why is not None:  # the last message stays: said once
+                            if self._refused_last != (cp.sig, cp.ts):
+                                self._refused_last = (cp.sig, cp.ts)
+                                self.refused += 1
+                                log.warning("witness listener: %s: refused, not recorded: %s",
+                                            subject, why)
+                            continue
+                        self.last = place
+                        self.received += 1
+                        self.post(cp)
             except Exception as exc:  # the broker gone, a message that is no checkpoint
                 log.info("witness listener: %s", exc)
             await asyncio.sleep(self.poll)
@@ -491,13 +506,16 @@ class WitnessListener:
 
 
 def witness_listener_for_log(log_file: str | Path, urls: list[str], connection: Connection,
-                             post: Callable[[Checkpoint], None]) -> WitnessListener:
+                             post: Callable[[Checkpoint], None], *,
+                             check: Callable[[Checkpoint], str | None] | None = None
+                             ) -> WitnessListener:
     """``--witness-from URL``: the listener of the table whose log is ``log_file``, started
-    (the credentials and TLS files of ``connection``)."""
+    (the credentials and TLS files of ``connection``; ``check``: see
+    :class:`WitnessListener`)."""
     table = table_of_log(Path(log_file), "--witness-from")
     servers = check_servers(urls)
     return WitnessListener(table, Connection(servers, connection.creds,
-                                             connection.tls_ca), post).start()
+                                             connection.tls_ca), post, check=check).start()
 
 
 def connection_from(args: Any) -> Connection:

@@ -53,6 +53,12 @@ def add_publish_options(p: argparse.ArgumentParser, *, required: bool = False) -
                    help="record in the table's own log the latest checkpoint of its chain the "
                    "floor signed (shoewarden.witness.<table> on these NATS servers), as a "
                    "witness_checkpoint input: nats://HOST:PORT; repeat for a cluster")
+    p.add_argument("--witness-public", metavar="PUB",
+                   help="with --witness-from: the floor's public witness key (PEM, from "
+                   "`shoewarden floor witness-key FILE --public PUB`); a checkpoint is recorded "
+                   "only when its signature verifies under it, any other is refused with a "
+                   "warning (without it every checkpoint received is recorded; audit verify "
+                   "--witness-key checks them later)")
 
 
 def add_witness_commands(sub: Any) -> None:

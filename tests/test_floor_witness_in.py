@@ -36,17 +36,14 @@ def test_a_table_records_the_floors_signed_checkpoints_and_its_log_still_replays
     consumer = NatsConsumer(floor, Connection([nats_server.url]))
     consumer.start()
     logs = tmp_path / "logs"
+    (tmp_path / "witness.pub").write_bytes(signer.public_pem())
     try:
-        bench = subprocess.run(
-            [sys.executable, "-m", "controller", "bench", "--profile", "gr-blackjack",
-             "--shoes", "1", "--seed", "5", "--pace", "0.01", "--log", str(logs),
-             "--table", "BJ-01", "--publish", nats_server.url, "--witness-from",
-             nats_server.url, "--no-progress"], cwd=ROOT, capture_output=True, text=True,
-            timeout=240)
+        bench = _bench(logs, nats_server, "--witness-public", str(tmp_path / "witness.pub"))
     finally:
         consumer.stop()
         floor.store.close()
     assert bench.returncode == 0, bench.stdout + bench.stderr
+    assert "refused" not in bench.stderr
     (log,) = sorted((logs / "BJ-01").glob("*.jsonl"))
     records = [orjson.loads(x) for x in log.read_bytes().splitlines()]
     got = [r["event"] for r in records
@@ -55,7 +52,6 @@ def test_a_table_records_the_floors_signed_checkpoints_and_its_log_still_replays
     by_seq = {r["seq"]: r["hash"] for r in records}
     cps = [Checkpoint(e["table"], e["file"], e["chain_seq"], e["chain_hash"], e["signed_at"],
                       e["key"], e["sig"], n) for n, e in enumerate(got, start=1)]
-    (tmp_path / "witness.pub").write_bytes(signer.public_pem())
     good, bad = check_signatures(cps, load_public_key(tmp_path / "witness.pub"))
     assert bad == [] and len(good) == len(cps)  # the floor's own signatures
     for cp in cps:  # each on a record of this very log, at a round end
@@ -66,6 +62,56 @@ def test_a_table_records_the_floors_signed_checkpoints_and_its_log_still_replays
         r = subprocess.run([sys.executable, "-m", "controller", "audit", cmd, str(log)],
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, (cmd, r.stdout, r.stderr)
+
+
+def _bench(logs: Path, nats_server: NatsServer, *extra: str) -> subprocess.CompletedProcess[str]:
+    """A blackjack bench as table BJ-01 publishing to ``nats_server`` and taking the floor's
+    checkpoints from it."""
+    return subprocess.run(
+        [sys.executable, "-m", "controller", "bench", "--profile", "gr-blackjack",
+         "--shoes", "1", "--seed", "5", "--pace", "0.01", "--log", str(logs),
+         "--table", "BJ-01", "--publish", nats_server.url, "--witness-from",
+         nats_server.url, "--no-progress", *extra], cwd=ROOT, capture_output=True, text=True,
+        timeout=240)
+
+
+@pytest.mark.slow
+def test_checkpoints_signed_by_another_key_are_refused_not_recorded(
+        nats_server: NatsServer, pg_server: PostgresServer, tmp_path: Path) -> None:
+    # anyone who can publish on shoewarden.witness.<table> could put a checkpoint of their
+    # making into the table's log; with the floor's public key the table records none
+    signer, _ = load_or_create_key(tmp_path / "witness.pem")
+    other, _ = load_or_create_key(tmp_path / "other.pem")
+    (tmp_path / "other.pub").write_bytes(other.public_pem())
+    floor = Floor([], PostgresStore(pg_server.new_database()), audit_dir=tmp_path / "floorlog",
+                  files_on_disk=False, witness=signer)
+    consumer = NatsConsumer(floor, Connection([nats_server.url]))
+    consumer.start()
+    logs = tmp_path / "logs"
+    try:
+        bench = _bench(logs, nats_server, "--witness-public", str(tmp_path / "other.pub"))
+    finally:
+        consumer.stop()
+        floor.store.close()
+    assert bench.returncode == 0, bench.stdout + bench.stderr
+    assert consumer.witnessed, "the floor signed and published checkpoints"
+    assert "refused, not recorded" in bench.stderr and "not valid under the witness key" \
+        in bench.stderr
+    (log,) = sorted((logs / "BJ-01").glob("*.jsonl"))
+    assert not [x for x in log.read_bytes().splitlines() if b'"witness_checkpoint"' in x]
+
+
+def test_witness_public_is_checked_before_the_run(tmp_path: Path) -> None:
+    for extra, said in ((["--witness-from", "nats://127.0.0.1:1", "--witness-public",
+                          str(tmp_path / "nope.pub")], "--witness-public"),
+                        (["--witness-public", str(tmp_path / "nope.pub")],
+                         "--witness-public needs --witness-from")):
+        r = subprocess.run([sys.executable, "-m", "controller", "bench", "--profile",
+                            "gr-blackjack", "--log", str(tmp_path), "--no-progress", *extra],
+                           cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and said in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+        assert not any(tmp_path.rglob("*.jsonl"))  # refused before a log was begun
 
 
 def test_witness_from_needs_a_nats_url(tmp_path: Path) -> None:

@@ -402,11 +402,14 @@ def cmd_run(args: Any) -> int:
         # the console refuses the line (DealerConsole.parse)
         sys.stdin.reconfigure(errors="surrogateescape")
     publish = None
-    if getattr(args, "publish", None) or getattr(args, "witness_from", None):
+    if (getattr(args, "publish", None) or getattr(args, "witness_from", None)
+            or getattr(args, "witness_public", None)):
+        from controller.app.witness_in import public_key_of
         from floor.forward import ForwardError, connection_from
 
         try:
             connection = connection_from(args)  # checks every URL and file first
+            public_key_of(args)
         except ForwardError as e:
             print(f"shoewarden run: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT

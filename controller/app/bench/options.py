@@ -45,4 +45,5 @@ class BenchOptions:
     nats_ca: str | None = None
     disclosure: str = "live"  # what the forwarder lets leave the table (floor.forward.HoldBack)
     witness_from: list[str] | None = None  # NATS URLs of the floor's signed checkpoints
+    witness_public: str | None = None  # the floor's public witness key: checkpoints checked
 

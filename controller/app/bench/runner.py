@@ -194,7 +194,16 @@ def cmd_bench(args: Any) -> int:
                         nats_creds=getattr(args, "nats_creds", None),
                         nats_ca=getattr(args, "nats_ca", None),
                         disclosure=getattr(args, "disclosure", None) or "live",
-                        witness_from=getattr(args, "witness_from", None))
+                        witness_from=getattr(args, "witness_from", None),
+                        witness_public=getattr(args, "witness_public", None))
+    from controller.app.witness_in import public_key_of
+    from floor.forward import ForwardError
+
+    try:
+        public_key_of(opts)  # before anything starts (a log, the simulators)
+    except ForwardError as e:
+        print(f"shoewarden bench: {e}", file=sys.stderr)
+        return BenchError(str(e)).code
     try:
         result = run_bench(opts, sys.stdout)
     except BenchError as e:
