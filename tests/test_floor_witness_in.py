@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -31,17 +32,10 @@ from tests.servers import NatsServer, PostgresServer
 def test_a_table_records_the_floors_signed_checkpoints_and_its_log_still_replays(
         nats_server: NatsServer, pg_server: PostgresServer, tmp_path: Path) -> None:
     signer, _ = load_or_create_key(tmp_path / "witness.pem")
-    floor = Floor([], PostgresStore(pg_server.new_database()), audit_dir=tmp_path / "floorlog",
-                  files_on_disk=False, witness=signer)
-    consumer = NatsConsumer(floor, Connection([nats_server.url]))
-    consumer.start()
-    logs = tmp_path / "logs"
     (tmp_path / "witness.pub").write_bytes(signer.public_pem())
-    try:
-        bench = _bench(logs, nats_server, "--witness-public", str(tmp_path / "witness.pub"))
-    finally:
-        consumer.stop()
-        floor.store.close()
+    logs = tmp_path / "logs"
+    bench, _ = _bench_beside_a_floor(signer, tmp_path / "witness.pub", logs, tmp_path,
+                                     nats_server, pg_server)
     assert bench.returncode == 0, bench.stdout + bench.stderr
     assert "refused" not in bench.stderr
     (log,) = sorted((logs / "BJ-01").glob("*.jsonl"))
@@ -64,15 +58,27 @@ def test_a_table_records_the_floors_signed_checkpoints_and_its_log_still_replays
         assert r.returncode == 0, (cmd, r.stdout, r.stderr)
 
 
-def _bench(logs: Path, nats_server: NatsServer, *extra: str) -> subprocess.CompletedProcess[str]:
-    """A blackjack bench as table BJ-01 publishing to ``nats_server`` and taking the floor's
-    checkpoints from it."""
-    return subprocess.run(
-        [sys.executable, "-m", "controller", "bench", "--profile", "gr-blackjack",
-         "--shoes", "1", "--seed", "5", "--pace", "0.01", "--log", str(logs),
-         "--table", "BJ-01", "--publish", nats_server.url, "--witness-from",
-         nats_server.url, "--no-progress", *extra], cwd=ROOT, capture_output=True, text=True,
-        timeout=240)
+def _bench_beside_a_floor(signer: Any, public: Path, logs: Path, tmp_path: Path,
+                          nats_server: NatsServer, pg_server: PostgresServer
+                          ) -> tuple[subprocess.CompletedProcess[str], NatsConsumer]:
+    """A floor signing with ``signer`` consumes a blackjack bench as table BJ-01, which
+    publishes to ``nats_server`` and takes the floor's checkpoints from it, checked with
+    ``public``: (the bench's result, the floor's consumer, stopped)."""
+    floor = Floor([], PostgresStore(pg_server.new_database()), audit_dir=tmp_path / "floorlog",
+                  files_on_disk=False, witness=signer)
+    consumer = NatsConsumer(floor, Connection([nats_server.url]))
+    consumer.start()
+    try:
+        bench = subprocess.run(
+            [sys.executable, "-m", "controller", "bench", "--profile", "gr-blackjack",
+             "--shoes", "1", "--seed", "5", "--pace", "0.01", "--log", str(logs),
+             "--table", "BJ-01", "--publish", nats_server.url, "--witness-from",
+             nats_server.url, "--witness-public", str(public), "--no-progress"], cwd=ROOT,
+            capture_output=True, text=True, timeout=240)
+    finally:
+        consumer.stop()
+        floor.store.close()
+    return bench, consumer
 
 
 @pytest.mark.slow
@@ -83,16 +89,9 @@ def test_checkpoints_signed_by_another_key_are_refused_not_recorded(
     signer, _ = load_or_create_key(tmp_path / "witness.pem")
     other, _ = load_or_create_key(tmp_path / "other.pem")
     (tmp_path / "other.pub").write_bytes(other.public_pem())
-    floor = Floor([], PostgresStore(pg_server.new_database()), audit_dir=tmp_path / "floorlog",
-                  files_on_disk=False, witness=signer)
-    consumer = NatsConsumer(floor, Connection([nats_server.url]))
-    consumer.start()
     logs = tmp_path / "logs"
-    try:
-        bench = _bench(logs, nats_server, "--witness-public", str(tmp_path / "other.pub"))
-    finally:
-        consumer.stop()
-        floor.store.close()
+    bench, consumer = _bench_beside_a_floor(signer, tmp_path / "other.pub", logs, tmp_path,
+                                            nats_server, pg_server)
     assert bench.returncode == 0, bench.stdout + bench.stderr
     assert consumer.witnessed, "the floor signed and published checkpoints"
     assert "refused, not recorded" in bench.stderr and "not valid under the witness key" \
