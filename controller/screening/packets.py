@@ -49,6 +49,11 @@ tells: up to half the pack where the cut card lies deep) — is unknown, so the 
 three predictors, one per share, with equal weights: a mixture of supermartingales is one
 (its value is ``ln`` of the mean of their products)."""
 
+EXPLAINED = 2
+"""The evidence's count: how often a card went where one of the two packets last followed
+goes next (against its chance under a fair shuffle). The statistic weighs every stream; the
+count is what a pit boss can read: a riffle deals from two packets at a time."""
+
 _LOG_ELSEWHERE = tuple(math.log(e) for e in ELSEWHERE)
 _E0, _E1, _E2 = ELSEWHERE
 _LOG_MIX = math.log(len(ELSEWHERE))
@@ -71,7 +76,10 @@ class PacketTest:
         self._left = (1 << FACES) - 1  # the faces with a card still to come
         self.n = decks * FACES
         self.logs = [0.0] * len(ELSEWHERE)  # ln of each predictor's product
-        self.explain = False  # work out ``chance`` at each step (the evidence only)
+        #: work out ``hit`` and ``chance`` at each card (the evidence only): did the card go
+        #: where one of the :data:`EXPLAINED` packets last followed goes next, and the chance
+        #: of that under a fair shuffle
+        self.explain = False
         self.hit = False
         self.chance = 0.0
         #: streams, the most recently fed first: [piles, faces taken from them, faces
@@ -104,9 +112,9 @@ class PacketTest:
         return top + math.log(sum(math.exp(v - top) for v in logs)) - _LOG_MIX
 
     def step(self, f: int) -> float | None:
-        """One card of face ``f`` (the evidence's replay: ``hit`` then tells whether a
-        stream predicted it, ``chance`` the chance of that under a fair shuffle): an
-        upper bound of the statistic after it (None: skipped, see :meth:`run`)."""
+        """One card of face ``f`` (the evidence's replay, with ``explain``: see ``hit`` and
+        ``chance``): an upper bound of the statistic after it (None: skipped, see
+        :meth:`run`)."""
         before = self.n
         self.run((f,), math.inf)
         return max(self.logs) if self.n < before else None
@@ -140,10 +148,11 @@ class PacketTest:
             bit = 1 << f
             best = -1
             if streams:
-                if explain:
+                if explain:  # (the two packets last followed: a riffle's two at a time)
                     union = 0
-                    for st in streams:
+                    for st in streams[:EXPLAINED]:
                         union |= st[2]
+                    self.hit = bool(union >> f & 1)
                     self.chance = sum(counts[g] for g in range(FACES) if union >> g & 1) / n
                 mass = 0.0
                 sharpest = 0
@@ -168,7 +177,6 @@ class PacketTest:
                     l0 += _L0
                     l1 += _L1
                     l2 += _L2
-                self.hit = best >= 0
             else:
                 self.hit = False
                 self.chance = 0.0

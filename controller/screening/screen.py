@@ -890,8 +890,8 @@ def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: 
 def _judge_packets(faces: Sequence[int], ref: Reference, decks: int
                    ) -> list[tuple[int, int, bool, float]]:
     """(position, face, predicted, chance) of every card of a shoe for the packet test:
-    ``predicted`` — the card lies where one of the followed packets goes next; ``chance``
-    — the chance of that under a fair shuffle."""
+    ``predicted`` — the card lies where one of the two packets last followed goes next
+    (``packets.EXPLAINED``); ``chance`` — the chance of that under a fair shuffle."""
     test = PacketTest(ref.piles_of, ref.pile_faces52, decks)
     test.explain = True
     out: list[tuple[int, int, bool, float]] = []
