@@ -151,7 +151,11 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
               "order it was loaded", point="shuffle"),
     FaultKind("riffle", CONTENT, ("shuffler",),
               "the shuffle is only `times` Gilbert–Shannon–Reeds riffles of the pack as loaded "
-              "(simulators/shuffles.py)", {"times": Param(int, 1, 1, 20, "riffles")},
+              "(simulators/shuffles.py), or with `of = \"last\"` of the pack this shuffler "
+              "gave out last time (the last shoe's discards, round after round, then the "
+              "cards never dealt)",
+              {"times": Param(int, 1, 1, 20, "riffles"),
+               "of": Param(Literal["loaded", "last"], "loaded", doc="which order is riffled")},
               point="shuffle"),
     FaultKind("shelf", CONTENT, ("shuffler",),
               "the shuffle is one pass of a `shelves`-shelf shuffler over the pack as loaded "

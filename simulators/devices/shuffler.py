@@ -111,7 +111,8 @@ class Shuffler(Device):
 
     def _weak(self, f: Fault) -> list[str]:
         if f.kind == "riffle":
-            return shuffles.riffle(self.stack, self.rng, f["times"])
+            order = self.last_out if f["of"] == "last" and self.last_out else self.stack
+            return shuffles.riffle(order, self.rng, f["times"])
         if f.kind == "shelf":
             return shuffles.shelf_pass(self.stack, self.rng, f["shelves"])
         if f.kind == "slug":
