@@ -9,7 +9,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -31,11 +30,7 @@ from tests.servers import NatsServer, PostgresServer
 @pytest.mark.slow
 def test_a_table_records_the_floors_signed_checkpoints_and_its_log_still_replays(
         nats_server: NatsServer, pg_server: PostgresServer, tmp_path: Path) -> None:
-    signer, _ = load_or_create_key(tmp_path / "witness.pem")
-    (tmp_path / "witness.pub").write_bytes(signer.public_pem())
-    logs = tmp_path / "logs"
-    bench, _ = _bench_beside_a_floor(signer, tmp_path / "witness.pub", logs, tmp_path,
-                                     nats_server, pg_server)
+    bench, _, logs = _bench_beside_a_floor("witness", tmp_path, nats_server, pg_server)
     assert bench.returncode == 0, bench.stdout + bench.stderr
     assert "refused" not in bench.stderr
     (log,) = sorted((logs / "BJ-01").glob("*.jsonl"))
@@ -58,12 +53,18 @@ def test_a_table_records_the_floors_signed_checkpoints_and_its_log_still_replays
         assert r.returncode == 0, (cmd, r.stdout, r.stderr)
 
 
-def _bench_beside_a_floor(signer: Any, public: Path, logs: Path, tmp_path: Path,
-                          nats_server: NatsServer, pg_server: PostgresServer
-                          ) -> tuple[subprocess.CompletedProcess[str], NatsConsumer]:
-    """A floor signing with ``signer`` consumes a blackjack bench as table BJ-01, which
-    publishes to ``nats_server`` and takes the floor's checkpoints from it, checked with
-    ``public``: (the bench's result, the floor's consumer, stopped)."""
+def _bench_beside_a_floor(checked_with: str, tmp_path: Path, nats_server: NatsServer,
+                          pg_server: PostgresServer
+                          ) -> tuple[subprocess.CompletedProcess[str], NatsConsumer, Path]:
+    """A floor signing with the key ``witness.pem`` consumes a blackjack bench as table
+    BJ-01, which publishes to ``nats_server`` and takes the floor's checkpoints from it,
+    checked with the public half of ``<checked_with>.pem``: (the bench's result, the
+    floor's consumer, stopped, the bench's log directory)."""
+    signer, _ = load_or_create_key(tmp_path / "witness.pem")
+    checker, _ = load_or_create_key(tmp_path / f"{checked_with}.pem")
+    public = tmp_path / f"{checked_with}.pub"
+    public.write_bytes(checker.public_pem())
+    logs = tmp_path / "logs"
     floor = Floor([], PostgresStore(pg_server.new_database()), audit_dir=tmp_path / "floorlog",
                   files_on_disk=False, witness=signer)
     consumer = NatsConsumer(floor, Connection([nats_server.url]))
@@ -78,7 +79,7 @@ def _bench_beside_a_floor(signer: Any, public: Path, logs: Path, tmp_path: Path,
     finally:
         consumer.stop()
         floor.store.close()
-    return bench, consumer
+    return bench, consumer, logs
 
 
 @pytest.mark.slow
@@ -86,12 +87,7 @@ def test_checkpoints_signed_by_another_key_are_refused_not_recorded(
         nats_server: NatsServer, pg_server: PostgresServer, tmp_path: Path) -> None:
     # anyone who can publish on shoewarden.witness.<table> could put a checkpoint of their
     # making into the table's log; with the floor's public key the table records none
-    signer, _ = load_or_create_key(tmp_path / "witness.pem")
-    other, _ = load_or_create_key(tmp_path / "other.pem")
-    (tmp_path / "other.pub").write_bytes(other.public_pem())
-    logs = tmp_path / "logs"
-    bench, consumer = _bench_beside_a_floor(signer, tmp_path / "other.pub", logs, tmp_path,
-                                            nats_server, pg_server)
+    bench, consumer, logs = _bench_beside_a_floor("other", tmp_path, nats_server, pg_server)
     assert bench.returncode == 0, bench.stdout + bench.stderr
     assert consumer.witnessed, "the floor signed and published checkpoints"
     assert "refused, not recorded" in bench.stderr and "not valid under the witness key" \
