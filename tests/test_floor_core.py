@@ -54,6 +54,21 @@ def _alert_keys(floor) -> list[tuple[int, str, str]]:  # type: ignore[no-untyped
     return sorted((a.seq, a.code, a.severity) for a in floor.alerts.values())
 
 
+def _as_read_in_one_go(floor, source: bytes, day_log: Path,  # type: ignore[no-untyped-def]
+                       tmp_path: Path):
+    """``floor`` holds every record of the day once, an alert for every warning and critical
+    deviation, and the table's state of a floor that read the logs in one go (returned)."""
+    assert floor.store.stats()["records"] == source.count(b"\n")
+    expected = [d for d in deviations_in(day_log) if d[2] in ("warning", "critical")]
+    assert _alert_keys(floor) == sorted(expected)
+    one_go = open_floor([tmp_path / "logs"], tmp_path / "other")
+    drain(one_go)
+    a, b = floor.tables["BP-01"].state, one_go.tables["BP-01"].state
+    assert (a.state, a.shoe, a.round, a.day_cards, a.last_seq, len(a.rounds)) == \
+        (b.state, b.shoe, b.round, b.day_cards, b.last_seq, len(b.rounds))
+    return one_go
+
+
 def test_a_log_followed_in_pieces_gives_every_record_once_and_every_deviation_an_alert(
         day_log: Path, tmp_path: Path) -> None:
     source = day_log.read_bytes()
@@ -100,14 +115,8 @@ def test_a_commit_that_fails_loses_nothing_the_floor_had_taken(day_log: Path,
         except RuntimeError:
             drain(floor)  # the next poll takes the same records again
     assert not fail
-    assert floor.store.stats()["records"] == source.count(b"\n")
-    expected = [d for d in deviations_in(day_log) if d[2] in ("warning", "critical")]
-    assert _alert_keys(floor) == sorted(expected)
-    one_go = open_floor([tmp_path / "logs"], tmp_path / "other")
-    drain(one_go)
-    a, b = floor.tables["BP-01"].state, one_go.tables["BP-01"].state
-    assert (a.state, a.shoe, a.round, a.day_cards, a.last_seq, len(a.rounds), a.records) == \
-        (b.state, b.shoe, b.round, b.day_cards, b.last_seq, len(b.rounds), b.records)
+    one_go = _as_read_in_one_go(floor, source, day_log, tmp_path)
+    assert floor.tables["BP-01"].state.records == one_go.tables["BP-01"].state.records
 
 
 def test_a_line_being_written_waits_for_its_newline(day_log: Path, tmp_path: Path) -> None:
@@ -140,14 +149,7 @@ def test_a_restart_mid_day_neither_loses_nor_doubles(day_log: Path, tmp_path: Pa
     assert _alert_keys(again) == before  # restored from the index, not raised again
     assert again.alerts[first].acked_by == "Ann Pit"
     drain(again)
-    assert again.store.stats()["records"] == source.count(b"\n")
-    expected = [d for d in deviations_in(day_log) if d[2] in ("warning", "critical")]
-    assert _alert_keys(again) == sorted(expected)
-    one_go = open_floor([tmp_path / "logs"], tmp_path / "other")
-    drain(one_go)
-    a, b = again.tables["BP-01"].state, one_go.tables["BP-01"].state
-    assert (a.state, a.shoe, a.round, a.day_cards, a.last_seq, len(a.rounds)) == \
-        (b.state, b.shoe, b.round, b.day_cards, b.last_seq, len(b.rounds))
+    _as_read_in_one_go(again, source, day_log, tmp_path)
 
 
 def test_a_tampered_record_is_a_critical_chain_alert_naming_table_and_seq(

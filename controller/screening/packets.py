@@ -87,20 +87,17 @@ class PacketTest:
         #: through the piles (1 up, -1 down, 0 not known yet)]
         self.streams: list[list[int]] = []
 
-    def _faces(self, piles: int) -> int:
-        """The faces of a set of piles (a 52-bit set)."""
-        if not piles & (piles - 1):  # one pile (or none)
-            return self._pile_faces[piles.bit_length() - 1] if 0 < piles <= self._all else 0
-        got = self._faces_of.get(piles)
-        if got is None:
-            got = 0
-            faces = self._pile_faces
-            rest = piles & self._all
-            while rest:
-                low = rest & -rest
-                got |= faces[low.bit_length() - 1]
-                rest ^= low
-            self._faces_of[piles] = got
+    def _union(self, piles: int) -> int:
+        """The faces of a set of two or more piles (a 52-bit set), kept for the shoe: the
+        card loop takes one pile's faces, or a set it kept already, itself."""
+        got = 0
+        faces = self._pile_faces
+        rest = piles & self._all
+        while rest:
+            low = rest & -rest
+            got |= faces[low.bit_length() - 1]
+            rest ^= low
+        self._faces_of[piles] = got
         return got
 
     @property
@@ -137,7 +134,7 @@ class PacketTest:
         pile_faces = self._pile_faces
         every = self._all
         memo = self._faces_of
-        union_of = self._faces
+        union_of = self._union
         explain = self.explain
         l0, l1, l2 = logs
         crossed: int | None = None
