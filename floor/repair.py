@@ -38,7 +38,7 @@ from controller.audit.verify import ChainStart, VerifyResult, verify_run
 from floor.alerts import CHAIN_BREAK, CHAIN_REPAIRED, FLOOR_RULE, LOG_REWRITTEN, AlertDraft
 from floor.core import Floor, file_order, utc_now
 from floor.follow import Chunk, LogFile
-from floor.store import FilePosition
+from floor.store import FilePosition, HeldError
 
 #: the floor's own log: a repair about to be committed, and one whose commit failed
 REPAIR_KIND = "repair"
@@ -95,12 +95,21 @@ def _where(result: VerifyResult, before: int) -> str:
 
 
 def _broken_position(floor: Floor, table: str, file: str) -> FilePosition:
+    """The file's position, as the index holds it now (called under the repair's hold:
+    another repair that committed before it took the hold has cleared the break)."""
     if floor.store.shared:
         floor.catch_up(table)  # what the floors committed, not what this one last saw
     with floor.lock:
         watch = floor.tables.get(table)
         pos = watch.files.get(file) if watch is not None else None
         known = sorted(watch.files) if watch is not None else []
+    stored = next((p for p in floor.store.positions_of(table) if p.file == file), None)
+    if pos is not None and stored is not None and (stored.seq, stored.hash, stored.broken) \
+            != (pos.seq, pos.hash, pos.broken):
+        raise RepairError(f"table {table}: {file} changed in the index since this floor read "
+                          f"it (now to seq {stored.seq}, "
+                          f"{'broken' if stored.broken else 'not broken'}): another floor or "
+                          "repair wrote it; nothing was changed — run the repair again")
     if pos is None:
         held = f"its files: {', '.join(known)}" if known else "no file of that table"
         raise RepairError(f"the floor holds no file {file} of table {table} ({held})",
@@ -167,6 +176,25 @@ def repair_file(floor: Floor, table: str, file: str, source: Path, *, by: str,
                           refused=False)
     if floor.audit_dir is None:
         raise RepairError("a repair needs the floor's own log (--log DIR)", refused=False)
+    try:
+        with floor.store.hold(hold_name(table, file)):
+            return _repair_held(floor, table, file, source, by=by, note=note)
+    except HeldError as exc:
+        raise RepairError(f"{exc}: one repair of a file at a time; nothing was changed"
+                          ) from None
+
+
+def hold_name(table: str, file: str) -> str:
+    """What a repair holds in the index (:meth:`floor.store.SqlIndex.hold`)."""
+    return f"the repair of table {table} file {file}"
+
+
+def _repair_held(floor: Floor, table: str, file: str, source: Path, *, by: str,
+                 note: str) -> Repair:
+    """:func:`repair_file`, the file held against every other repair of it: two operators
+    repairing one file at once (from two machines, on a shared index) would both find it
+    broken, both take the same records in and both record a repair. Now the second is
+    refused while the first runs, and finds the break cleared once it has committed."""
     pos = _broken_position(floor, table, file)
     from_seq, from_hash = pos.seq, pos.hash  # (the ingest moves ``pos`` on)
     lines, result = _check_log(pos, source)

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
+import hashlib
+import os
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
@@ -45,6 +48,10 @@ def sqlite_path(url: str) -> str:
     if url.startswith("sqlite:"):
         return url[len("sqlite:"):]
     raise StoreError(f"--db {url!r}: use sqlite:///PATH or postgresql://…")
+
+
+class HeldError(StoreError):
+    """Another process holds what :meth:`SqlIndex.hold` asked for."""
 
 
 @dataclass
@@ -195,6 +202,14 @@ class SqlIndex(ABC):
         return {"records": int(n)}
 
     # ------------------------------------------------------------------ shared by floors
+
+    @abstractmethod
+    def hold(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """Hold ``name`` (one file's repair) against every other process using this index,
+        for the block; raises :class:`HeldError` at once when another holds it. PostgreSQL
+        holds it on the server (a session advisory lock), SQLite on a lock file beside the
+        database (``flock``); either is released however the holder ends."""
+
 
     #: True when several floor processes may write this index at once (PostgreSQL): a
     #: floor then takes each table's chain head from here, not from its memory alone
@@ -393,6 +408,24 @@ class FloorStore(SqlIndex):
             "VALUES (?, ?, ?, ?, ?)",
             [(pos.table, pos.file, seq, h, line) for seq, h, line in rows])
 
+    @contextlib.contextmanager
+    def hold(self, name: str) -> Iterator[None]:
+        if self.path == ":memory:":  # (one process: the index dies with it)
+            yield
+            return
+        key = hashlib.sha256(name.encode()).hexdigest()[:16]
+        lock = Path(f"{self.path}.{key}.lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o640)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise HeldError(f"{name}: under way in another process ({lock} is held)"
+                                ) from None
+            yield
+        finally:
+            os.close(fd)  # (releases the flock)
+
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         if self.path == ":memory:":
             with self.lock:
@@ -443,6 +476,11 @@ class _Stream:
         self.copy: Any = None
         self.payloads: list[bytes] = []  # what the open COPY carries (to stage again)
         self.sent: set[int] = set()  # id() of the rows lists sent ahead
+
+
+#: the first key of :meth:`PostgresStore.hold`'s advisory locks (the migrations' lock is
+#: the one-key 7301203)
+HOLD_CLASS = 7301204
 
 
 class PostgresStore(SqlIndex):
@@ -642,6 +680,24 @@ class PostgresStore(SqlIndex):
             if self._reader is None or self._reader.closed:
                 self._reader = psycopg.connect(self.url, autocommit=True)
             return list(self._reader.execute(sql.encode(), params).fetchall())
+
+    @contextlib.contextmanager
+    def hold(self, name: str) -> Iterator[None]:
+        """A session advisory lock on the main connection (the class's key and a hash of
+        ``name``: :data:`HOLD_CLASS`): the server drops it when the holder's session ends."""
+        with self.lock:
+            ((got,),) = self.db.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                                        (HOLD_CLASS, name)).fetchall()
+        if not got:
+            raise HeldError(f"{name}: under way in another process (the database "
+                            f"{redact(self.url)} holds its lock)")
+        try:
+            yield
+        finally:
+            with self.lock:
+                if not self.db.closed:
+                    self.db.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))",
+                                    (HOLD_CLASS, name))
 
     def close(self) -> None:
         with self.lock:

@@ -15,6 +15,7 @@ import pytest
 from controller.cli import main as cli_main
 from floor.alerts import CHAIN_BREAK, CHAIN_REPAIRED, LOG_REWRITTEN
 from floor.core import Floor
+from floor.repair import RepairError, hold_name, repair_file
 from floor.store import open_store
 from tests.floor_helpers import append, drain, table_log
 from tests.test_audit_helpers import line_of, rotated_set
@@ -58,8 +59,9 @@ def indexed(db: str, table: str) -> list[tuple[str, int, str]]:
         store.close()
 
 
-def test_a_file_edited_in_place_is_repaired_from_the_true_log_and_followed_on(
-        db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def broken_at_201(db: str, tmp_path: Path) -> tuple[list[bytes], Path, Path, int]:
+    """Table BP-01's log, its record 201 edited in place after the floor took 200: the
+    true lines, the logs' root, the file there, and the acknowledged CHAIN_BREAK's id."""
     source = table_log(tmp_path / "source")
     lines = source.read_bytes().splitlines(keepends=True)
     logs = tmp_path / "logs"
@@ -75,14 +77,20 @@ def test_a_file_edited_in_place_is_repaired_from_the_true_log_and_followed_on(
     floor.ack(alert.id, "P. Boss", "log edited on the table's disk")
     floor.stop()
     floor.store.close()
+    return lines, logs, target, alert.id
+
+
+def test_a_file_edited_in_place_is_repaired_from_the_true_log_and_followed_on(
+        db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines, logs, target, alert_id = broken_at_201(db, tmp_path)
 
     # the edited log does not continue the floor's head: refused, nothing changed
-    code, said = repair(db, logs, tmp_path, "BP-01", source.name, capsys)
+    code, said = repair(db, logs, tmp_path, "BP-01", target.name, capsys)
     assert code == 1 and "line 201 (seq 201)" in said and "Traceback" not in said, said
     assert len(indexed(db, "BP-01")) == 200
 
     target.write_bytes(b"".join(lines[:400]))  # the table's true log, from its backup
-    code, said = repair(db, logs, tmp_path, "BP-01", source.name, capsys)
+    code, said = repair(db, logs, tmp_path, "BP-01", target.name, capsys)
     assert code == 0 and "200 record(s), seq 201 to 400" in said, said
 
     floor = floor_on(db, logs, tmp_path)  # a restart: from the repaired head on
@@ -91,16 +99,58 @@ def test_a_file_edited_in_place_is_repaired_from_the_true_log_and_followed_on(
         assert drain(floor) == len(lines) - 400
         assert [a.code for a in floor.alerts.values()].count(CHAIN_BREAK) == 1
         assert not any(a.code == LOG_REWRITTEN for a in floor.alerts.values())
-        assert floor.alerts[alert.id].acked_by == "P. Boss"
+        assert floor.alerts[alert_id].acked_by == "P. Boss"
         assert floor.table_summary("BP-01")["chain_ok"]
     finally:
         floor.stop()
         floor.store.close()
-    assert indexed(db, "BP-01") == [(source.name, r["seq"], r["hash"])
+    assert indexed(db, "BP-01") == [(target.name, r["seq"], r["hash"])
                                     for r in map(orjson.loads, lines)]
     kinds = [orjson.loads(x)["kind"] for f in sorted((tmp_path / "floorlog" / "floor").glob(
         "*.jsonl")) for x in f.read_bytes().splitlines()]
     assert kinds.count("repair") == 1 and kinds.count("ack") == 1
+
+
+def repairs_in(work: Path) -> int:
+    """The ``repair`` records in the floor's own log under ``work``."""
+    return sum(orjson.loads(x)["kind"] == "repair"
+               for f in (work / "floorlog" / "floor").glob("*.jsonl")
+               for x in f.read_bytes().splitlines())
+
+
+def test_one_repair_of_a_file_at_a_time(db: str, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Two operators repairing one file (two machines on one index): the second is refused
+    while the first runs, and a repair that read the index before the first committed
+    finds the file changed; the records go in once and one repair is recorded."""
+    lines, logs, target, _ = broken_at_201(db, tmp_path)
+    target.write_bytes(b"".join(lines[:400]))  # the table's true log, from its backup
+    name = target.name
+    first = open_store(db)
+    try:
+        with first.hold(hold_name("BP-01", name)):  # another repair of it under way
+            code, said = repair(db, logs, tmp_path / "second", "BP-01", name, capsys)
+            assert code == 1 and "one repair of a file at a time" in said, said
+            assert "Traceback" not in said
+            with first.hold(hold_name("BP-01", "BP-01-2026-11-22.jsonl")):
+                pass  # (another file's repair is not held up)
+    finally:
+        first.close()
+    assert len(indexed(db, "BP-01")) == 200 and repairs_in(tmp_path / "second") == 0
+
+    late = open_store(db)  # a repair that read the index while the file was broken …
+    stale = Floor([], late, audit_dir=tmp_path / "late" / "floorlog", files_on_disk=False,
+                  tables=frozenset({"BP-01"}))
+    try:
+        code, said = repair(db, logs, tmp_path, "BP-01", name, capsys)  # … and one that
+        assert code == 0, said  # commits first
+        with pytest.raises(RepairError, match=r"nothing was changed|nothing to repair"):
+            repair_file(stale, "BP-01", name, target, by="B. Auditor", note="")
+    finally:
+        stale.stop()
+        late.close()
+    assert [seq for _, seq, _ in indexed(db, "BP-01")] == list(range(1, 401))
+    assert repairs_in(tmp_path) == 1 and repairs_in(tmp_path / "late") == 0
 
 
 def test_an_older_file_is_repaired_while_the_table_is_on_its_next(
