@@ -72,7 +72,8 @@ def shapes_for(profile: Profile, seed: int = 0, shoes: int = 6) -> list[Shape]:
 def settings_for(profile: Profile) -> ScreenSettings:
     s = profile.shuffle_screen
     return ScreenSettings(s.enabled, s.false_alarm_one_in, s.run_test, s.continuation_test,
-                          s.previous_shoe, s.shelf_test, s.hand_piles, s.packet_test)
+                          s.previous_shoe, s.shelf_test, s.hand_piles, s.packet_test,
+                          s.packet_predictor)
 
 
 @dataclass

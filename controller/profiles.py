@@ -182,6 +182,13 @@ class ShuffleScreenRule(Section):
         "doc": "the packet test: the dealt order against riffled packets of the previous "
                "shoe's discards, followed through their piles (with previous_shoe); off in a "
                "profile recorded before it existed"})
+    packet_predictor: int = field(default=1, metadata={
+        "optional": True, "min": 1, "max": 2,
+        "doc": "the packet test's predictor: 1 spreads a stream's share evenly over every "
+               "face it goes to, 2 puts 0.8 of it on the faces of the piles the packet is in, "
+               "the sharper (docs/shuffle-screening.md, test 4); 1 in a profile recorded "
+               "before the key "
+               "existed, so that its log replays as it was decided"})
 
 
 @dataclass(frozen=True)

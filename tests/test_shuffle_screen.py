@@ -417,12 +417,15 @@ def test_a_profile_turns_the_shelf_test_on_and_an_older_header_leaves_it_off() -
     raw = load_profile("gr-banco-punto").to_dict()
     assert raw["shuffle_screen"]["shelf_test"] is False  # the header records it
     on = {**raw, "shuffle_screen": {**raw["shuffle_screen"], "shelf_test": True}}
-    later = ("shelf_test", "hand_piles", "packet_test")  # keys added after the first logs
+    later = ("shelf_test", "hand_piles", "packet_test", "packet_predictor")  # keys added
+    # after the first logs
     older = {**raw, "shuffle_screen": {k: v for k, v in raw["shuffle_screen"].items()
                                        if k not in later}}
     assert TableEngine(profile_from_dict(on)).screen.settings.shelf_test is True
     old = TableEngine(profile_from_dict(older)).screen.settings
     assert (old.shelf_test, old.hand_piles, old.packet_test) == (False, False, False)
+    assert old.packet_predictor == 1  # (the predictor the packet test first had)
+    assert raw["shuffle_screen"]["packet_predictor"] == 2
     assert old.tests == 3
 
 
@@ -498,36 +501,83 @@ def _random_reference(rng: random.Random, decks: int) -> tuple[list[int], list[i
     return list(ref.piles_of), list(ref.pile_faces52)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_the_packet_predictor_gives_chances_that_sum_to_at_most_one(seed: int) -> None:
+def _stream_chance(stream: list[int], f: int, own: float | None, left: list[int]) -> float:
+    """A stream's chance of face ``f``, from its sets alone (the test keeps counts)."""
+    predicted, beside = stream[2], stream[5]
+    k = sum(1 for g in range(FACES) if predicted >> g & 1 and left[g])
+    kb = sum(1 for g in range(FACES) if beside >> g & 1 and left[g])
+    if not predicted >> f & 1 or not left[f]:
+        return 0.0
+    if own is None or kb == 0 or kb == k:
+        return 1 / k
+    return (1 - own) / kb if beside >> f & 1 else own / (k - kb)
+
+
+@pytest.mark.parametrize(("seed", "predictor"), [(s, p) for s in range(3) for p in (1, 2)])
+def test_the_packet_predictor_gives_chances_that_sum_to_at_most_one(seed: int,
+                                                                    predictor: int) -> None:
     # all the packet test's false-alarm bound needs: before every card, for every share,
     # the predictor's chances over the cards still to come sum to at most 1, and its
-    # bookkeeping (faces still to come per stream) is exact
-    from controller.screening.packets import ELSEWHERE, WEIGHTS, PacketTest
+    # bookkeeping (faces still to come per stream, and of them beside its piles) is exact
+    from controller.screening.packets import PREDICTORS, WEIGHTS, PacketTest
 
     rng = random.Random(seed)
     decks = 6
-    test = PacketTest(*_random_reference(rng, decks), decks)
+    test = PacketTest(*_random_reference(rng, decks), decks, predictor)
+    own, elsewhere = PREDICTORS[predictor]
     order = shuffles.riffle(pack(decks), rng, 1)
+    split = 0
     for card in order:
         streams = [s for s in test.streams]
+        left = test.counts
         for s in streams:
-            assert s[3] == sum(1 for g in range(FACES) if s[2] >> g & 1 and test.counts[g])
+            assert s[3] == sum(1 for g in range(FACES) if s[2] >> g & 1 and left[g])
+            assert not s[5] & ~s[2]  # (the faces beside are among those predicted)
+            if own is not None:  # (predictor 1 does not count them)
+                assert s[6] == sum(1 for g in range(FACES) if s[5] >> g & 1 and left[g])
+                split += 0 < s[6] < s[3]
         if streams:
             weights = WEIGHTS[:len(streams)]
-            for e in ELSEWHERE:
-                total = 0.0
-                for f in range(FACES):
-                    c = test.counts[f]
-                    if not c:
-                        continue
-                    q = e * c / test.n + (1 - e) * sum(
-                        w / sum(weights) / s[3]
-                        for w, s in zip(weights, streams, strict=False)
-                        if s[2] >> f & 1 and s[3])
-                    total += q
+            chances = [sum(w / sum(weights) * _stream_chance(s, f, own, left)
+                           for w, s in zip(weights, streams, strict=False))
+                       for f in range(FACES)]
+            for s in streams:  # each stream's own chances sum to 1 over its faces to come
+                assert sum(_stream_chance(s, f, own, left) for f in range(FACES)) == \
+                    pytest.approx(1.0) or not s[3]
+            for e in elsewhere:
+                total = sum(e * left[f] / test.n + (1 - e) * chances[f]
+                            for f in range(FACES) if left[f])
                 assert total <= 1 + 1e-9
         test.step(card.deck_index)
+    assert split > 100 or own is None  # (predictor 2's split was exercised)
+
+
+#: predictor 1's findings on two riffles of the discards, as the packet test's first
+#: version computed them (commit 8116ed4, before predictor 2): (test, card, value, cards
+#: continued, cards judged)
+PREDICTOR_1 = {
+    ("gr-blackjack", 8): ("packet", 28, 15.674867582143316, 14, 27),
+    ("gr-blackjack", 9): ("packet", 48, 16.07735345324457, 27, 47),
+    ("live-baccarat", 8): ("packet", 218, 15.421068465186123, 103, 217),
+    ("live-baccarat", 9): ("packet", 134, 15.44688435372151, 82, 133),
+    ("live-blackjack", 8): ("packet", 188, 15.377265211370661, 72, 187),
+    ("live-blackjack", 9): ("packet", 134, 15.214432868553848, 62, 133),
+}
+
+
+@pytest.mark.parametrize(("name", "seed"), sorted(PREDICTOR_1))
+def test_predictor_1_decides_as_the_first_packet_test_did(name: str, seed: int) -> None:
+    # a log whose header names no packet_predictor replays with predictor 1: it must decide
+    # to the last bit as the code that wrote such logs did (and predictor 2 differs)
+    one = dataclasses.replace(settings_for(load_profile(name)), packet_predictor=1)
+    found = []
+    for settings in (one, settings_for(load_profile(name))):
+        screen, pile, shape, rng = _after_a_fair_shoe(name, seed, settings)
+        got = deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 2), rng), shape, 2).finding
+        assert got is not None
+        found.append((got.test, got.position, got.value, got.continued, got.steps))
+    assert found[0] == PREDICTOR_1[name, seed]
+    assert found[1] != found[0]
 
 
 def test_the_packet_test_catches_a_riffle_of_the_discards_and_says_so() -> None:
@@ -537,7 +587,10 @@ def test_the_packet_test_catches_a_riffle_of_the_discards_and_says_so() -> None:
     assert "riffled packets" in got.message()
     ev = got.evidence()
     assert float(ev["value"]) >= float(ev["threshold"])
-    assert got.continued > 2 * got.expected  # twice as many went where a packet goes as by luck
+    # more went where a packet goes than luck sends there, by over 3 standard deviations
+    # (the cards judged are Bernoulli trials with the chances the evidence lists)
+    spread = math.sqrt(got.expected * (1 - got.expected / got.steps))
+    assert got.continued > got.expected + 3 * spread, (got.continued, got.expected, got.steps)
     assert "hand pile(s)" in got.reference_order
     # without the packet test (and without hand piles) the other tests miss it
     off = dataclasses.replace(settings_for(load_profile("gr-blackjack")), packet_test=False,

@@ -93,6 +93,8 @@ class ScreenSettings:
     hand_piles: bool = False
     #: the packet test against the previous shoe's discards (riffles of the discards)
     packet_test: bool = False
+    #: its predictor (controller.screening.packets.PREDICTORS)
+    packet_predictor: int = 1
 
     @property
     def tests(self) -> int:
@@ -250,7 +252,7 @@ class ShuffleScreen:
         self._shelf_counts = [self.decks] * FACES
         # the packet test (its own pass, like the shelf test's) against the discards
         self._packets = (PacketTest(self._previous.piles_of, self._previous.pile_faces52,
-                                    self.decks)
+                                    self.decks, s.packet_predictor)
                          if s.enabled and s.packet_test and s.previous_shoe
                          and self._previous is not None else None)
         if self._always_exact:
@@ -811,7 +813,8 @@ class ShuffleScreen:
                  start: int, window: int, pos: int) -> Finding:
         """Replay this shoe's cards up to ``pos`` against the reference to list the run."""
         del self._faces[pos:]  # the rest of the batch is not judged
-        rows = _judge(self._faces, ref, window, self.decks, test)
+        rows = _judge(self._faces, ref, window, self.decks, test,
+                      self.settings.packet_predictor)
         rows = [r for r in rows if r[0] >= start]
         shown = [(p, str(face_card(face)), hit) for p, face, hit, _ in rows[-EVIDENCE_CARDS:]]
         if test == RUN and shown and shown[0][0] == start and start > 1:
@@ -832,15 +835,15 @@ def _beside(piles: int) -> int:
     return ((piles << 1) | (piles >> 1)) & ~piles
 
 
-def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: str
-           ) -> list[tuple[int, int, bool, float]]:
+def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: str,
+           predictor: int = 1) -> list[tuple[int, int, bool, float]]:
     """(position, face, continued, chance) of every card of a shoe, against ``ref``: for
     new-deck order from the last ``window`` cards; for piles from the piles the run so far
     can lie in."""
     if test == SHELF:
         return _judge_shelf(faces, decks)
     if test == PACKET:
-        return _judge_packets(faces, ref, decks)
+        return _judge_packets(faces, ref, decks, predictor)
     rem = Remaining(decks)
     out: list[tuple[int, int, bool, float]] = []
     last: list[int] = []
@@ -887,12 +890,12 @@ def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: 
     return out
 
 
-def _judge_packets(faces: Sequence[int], ref: Reference, decks: int
+def _judge_packets(faces: Sequence[int], ref: Reference, decks: int, predictor: int
                    ) -> list[tuple[int, int, bool, float]]:
     """(position, face, predicted, chance) of every card of a shoe for the packet test:
     ``predicted`` — the card lies where one of the two packets last followed goes next
     (``packets.EXPLAINED``); ``chance`` — the chance of that under a fair shuffle."""
-    test = PacketTest(ref.piles_of, ref.pile_faces52, decks)
+    test = PacketTest(ref.piles_of, ref.pile_faces52, decks, predictor)
     test.explain = True
     out: list[tuple[int, int, bool, float]] = []
     for pos, f in enumerate(faces, 1):
