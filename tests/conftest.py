@@ -3,7 +3,8 @@
 - ``ci`` (when ``CI`` is set): reproducible, the same examples every run, and a failure
   is printed with the data to replay it;
 - ``quick`` (``HYPOTHESIS_PROFILE=quick``, as ``make quick`` sets it): a tenth of the
-  examples, for the inner loop while editing;
+  examples, for the inner loop while editing (a test that sets its own count takes it
+  through ``tests.budget.examples``);
 - otherwise Hypothesis's defaults: local runs keep exploring new examples.
 
 Helpers shared by tests are plain modules (``engine_streams``, ``test_audit_helpers``),

@@ -26,6 +26,7 @@ from controller.audit.canonical import (
     record_mac,
     seal_line,
 )
+from tests.budget import examples
 
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 keys = st.one_of(text, st.sampled_from(["a", "hash0", "hasi", "h", "m", "mab", "mac0", "z",
@@ -38,13 +39,13 @@ records = st.dictionaries(keys.filter(lambda k: k not in ("hash", "mac")), value
                           max_size=8)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(values)
 def test_plain_bytes_is_the_stdlib_encoding(value: Any) -> None:
     assert plain_bytes({"v": value}) == canonical_bytes({"v": value})
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(records, st.booleans(), st.integers(0, 2**40))
 def test_seal_line_is_the_three_step_seal(record: dict[str, Any], keyed: bool,
                                           seq: int) -> None:
@@ -66,7 +67,7 @@ def test_seal_line_is_the_three_step_seal(record: dict[str, Any], keyed: bool,
 floats = st.floats(allow_nan=False, allow_infinity=False)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(records, floats, st.sampled_from(["top", "nested", "list"]), st.booleans())
 def test_a_float_anywhere_in_a_rehashed_record_fails_verification(
         record: dict[str, Any], number: float, where: str, keyed: bool) -> None:

@@ -26,6 +26,7 @@ from controller.outputs import Note
 from controller.profiles import Profile
 from controller.rounds import referee_for
 from simulators.dealer import DayPlan, table_day
+from tests.budget import examples
 
 FAMILY = ["gr-banco-punto", "gr-banco-punto-shuffler", "live-baccarat", "gr-chemin-de-fer",
           "gr-baccarat-two-tableaux"]
@@ -672,7 +673,7 @@ def _deal_round(t: Table, tokens: list[Token]) -> None:
         t.out = 0
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(name=st.sampled_from(["gr-banco-punto", "live-baccarat", CHEMIN]),
        seed=st.integers(0, 10_000), rounds=st.integers(1, 10), data=st.data(),
        inject=st.sampled_from([None, "extra", "remove"]))

@@ -24,6 +24,7 @@ from controller.app.run import EXIT_FAILED, run_table
 from controller.audit import table_files
 from controller.events import EVENT_TYPES, Event, EventError, parse_event
 from controller.profiles import load_profile
+from tests.budget import examples
 
 ROOT = Path(__file__).resolve().parent.parent
 DAY = ROOT / "config" / "examples" / "gr-blackjack-day.jsonl"
@@ -87,7 +88,7 @@ FIELDS = st.sampled_from(["t", "table", "decks", "cards", "offset", "behind", "b
                           "device", "code", "detail", "kind", "deck_lots", "sabot"])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(kind=st.sampled_from(sorted(EVENT_TYPES)) | JSON,
        fields=st.dictionaries(FIELDS, JSON, max_size=5))
 def test_parse_event_never_raises_anything_but_event_error(kind: object,
@@ -197,7 +198,7 @@ def test_a_bad_console_line_is_refused_with_a_reason(line: str) -> None:
     assert cmd.kind == "error" and cmd.message, cmd
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("\udcff{}[]\"0123"),
                max_size=60))
 def test_no_console_line_makes_the_console_raise(line: str) -> None:

@@ -25,6 +25,7 @@ from controller.deviations import Deviation
 from controller.outputs import Note
 from controller.profiles import Profile
 from simulators.dealer import DayPlan, table_day
+from tests.budget import examples
 
 BJ = ["gr-blackjack", "gr-blackjack-shuffler", "live-blackjack", "ru-blackjack"]
 GREEK = ["gr-blackjack", "gr-blackjack-shuffler"]
@@ -929,7 +930,7 @@ class ReferenceDealer:
             return 1
 
 
-PROPERTY = settings(max_examples=100, deadline=None, database=None,
+PROPERTY = settings(max_examples=examples(100), deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -37,6 +37,7 @@ from drivers.scanner import ScannerDriver
 from drivers.shoe import ShoeDriver
 from drivers.shuffler import ShufflerDriver
 from drivers.swp import SwpDriver
+from tests.budget import examples
 
 T = "2026-11-21T10:00:00.000Z"
 
@@ -375,7 +376,7 @@ def _no_bugs(out: list) -> None:
     assert diags(out, "DRIVER_ERROR") == []
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cls=st.sampled_from([ShoeDriver, ScannerDriver, ShufflerDriver]),
        data=st.binary(max_size=600), cuts=st.lists(st.integers(0, 700), max_size=8))
 def test_arbitrary_bytes_never_raise(cls: type[SwpDriver], data: bytes, cuts: list[int]) -> None:
@@ -393,7 +394,7 @@ _FIELDS = st.sampled_from(["card", "unreadable", "count", "code", "detail", "ope
                            "kind", "model", "serial", "firmware", "firmware_hash"])
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cls=st.sampled_from([ShoeDriver, ScannerDriver, ShufflerDriver]),
        frames=st.lists(st.tuples(
            st.sampled_from(list(Kind)) | st.integers(0, 255),
@@ -442,7 +443,7 @@ def _expected(kind: int, body: dict) -> Event:
     raise AssertionError(kind)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cls_messages=st.one_of(st.tuples(st.just(ShoeDriver), shoe_messages),
                               st.tuples(st.just(ShufflerDriver), shuffler_messages)),
        noise=st.lists(st.binary(max_size=40), min_size=12, max_size=12),
@@ -459,7 +460,7 @@ def test_every_valid_frame_inside_noise_still_yields_its_event(
     assert "gap" not in kinds(out)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tokens=st.lists(card_strategy, max_size=60),
        noise=st.lists(st.binary(max_size=30), min_size=62, max_size=62),
        cuts=st.lists(st.integers(0, 6000), max_size=10))

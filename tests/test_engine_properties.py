@@ -37,8 +37,9 @@ from controller.engine import TableEngine
 from controller.events import ACTIONS, EVENT_TYPES, EventError, parse_event
 from controller.outputs import Note, Prompt, Transition
 from simulators.dealer import DayPlan, table_day
+from tests.budget import examples
 
-SETTINGS = settings(max_examples=60, deadline=None, database=None,
+SETTINGS = settings(max_examples=examples(60), deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.data_too_large])
 
@@ -164,7 +165,7 @@ def test_random_correct_days_flag_nothing(data: st.DataObject) -> None:
 # --------------------------------------------------------------------------- garbage
 
 
-@settings(max_examples=50, deadline=None, database=None,
+@settings(max_examples=examples(50), deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(evs=st.lists(ANY_EVENT, min_size=1, max_size=50))
 def test_garbage_never_raises_in_any_profile(evs: list[dict[str, Any]]) -> None:

@@ -34,8 +34,9 @@ from controller.deviations import Deviation
 from controller.engine import TableEngine
 from controller.events import parse_event
 from controller.profiles import load_profile
+from tests.budget import examples
 
-SLOW = settings(max_examples=60, deadline=None,
+SLOW = settings(max_examples=examples(60), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

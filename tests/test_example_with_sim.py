@@ -19,6 +19,8 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from controller.audit import table_files, verify_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,6 +45,7 @@ def next_line(q: queue.Queue[str | None], what: str, timeout: float = 30.0) -> s
     return line
 
 
+@pytest.mark.slow  # (end to end: processes and servers started and killed)
 def test_example_table_config_runs_against_the_simulator() -> None:
     shutil.rmtree(LOG_ROOT, ignore_errors=True)
     sim = subprocess.Popen(

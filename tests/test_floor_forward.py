@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from floor.forward import (
     STREAM,
@@ -49,6 +50,7 @@ def test_a_log_on_disk_is_published_once_in_order_and_a_rerun_sends_nothing(
     assert stream_messages(nats_server.url) == expected(path)
 
 
+@pytest.mark.slow  # (end to end: processes and servers started and killed)
 def test_a_growing_log_reaches_the_stream_whole_through_a_broker_killed_and_restarted(
         nats_server: NatsServer, tmp_path: Path) -> None:
     source_dir = tmp_path / "source"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import psycopg
+import pytest
 
 from floor.consume import NatsConsumer
 from floor.core import Floor
@@ -50,6 +51,7 @@ def wait_for(cond, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.1)
 
 
+@pytest.mark.slow  # (end to end: processes and servers started and killed)
 def test_two_floors_on_one_consumer_take_three_tables_once_each_with_no_false_alert(
         nats_server: NatsServer, pg_server: PostgresServer, tmp_path: Path) -> None:
     paths = three_tables(tmp_path / "logs")

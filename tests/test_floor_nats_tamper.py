@@ -91,6 +91,7 @@ def _table_and_floor(tmp_path: Path, nats_server: NatsServer, pg_server: Postgre
     return lines, cut, target, db, floor, consumer, fwd
 
 
+@pytest.mark.slow  # (end to end: processes and servers started and killed)
 @pytest.mark.parametrize("forgery", [altered_card, inserted])
 def test_a_forged_record_with_a_valid_message_id_is_refused_and_the_true_chain_kept(
         forgery, nats_server: NatsServer, pg_server: PostgresServer,  # type: ignore[no-untyped-def]
@@ -165,6 +166,7 @@ def db_file(db: str) -> tuple[list[tuple[int, str, str]], tuple[int, str, str | 
     return rows, head
 
 
+@pytest.mark.slow  # (end to end: processes and servers started and killed)
 def test_a_broken_file_is_repaired_from_the_tables_log_and_its_next_record_follows_over_nats(
         nats_server: NatsServer, pg_server: PostgresServer, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,7 @@ from drivers.framing import (
     SequenceChecker,
     encode,
 )
+from tests.budget import examples
 
 
 def frames(out: list) -> list[Frame]:
@@ -113,7 +114,7 @@ payloads = st.dictionaries(st.sampled_from(["card", "code", "count", "detail"]),
                            st.one_of(st.text(max_size=20), st.integers(0, 400)), max_size=3)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=600), st.integers(1, 50))
 def test_fuzz_arbitrary_bytes_never_raise(data: bytes, chunk: int) -> None:
     d = FrameDecoder()
@@ -123,7 +124,7 @@ def test_fuzz_arbitrary_bytes_never_raise(data: bytes, chunk: int) -> None:
     assert d.pending() < len(data) + 1
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(st.binary(max_size=40), payloads), min_size=1, max_size=8),
        st.integers(1, 64))
 def test_fuzz_valid_frames_inside_noise_are_all_found(
@@ -203,7 +204,7 @@ _piece = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(pieces=st.lists(_piece, max_size=12), cuts=st.lists(st.integers(0, 600), max_size=30))
 def test_frames_found_never_depend_on_chunking(pieces: list[bytes], cuts: list[int]) -> None:
     data = b"".join(pieces)
@@ -211,7 +212,7 @@ def test_frames_found_never_depend_on_chunking(pieces: list[bytes], cuts: list[i
     assert feed_in_chunks(data, list(range(len(data)))) == feed_in_chunks(data, [])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(noise=st.lists(_piece, max_size=10).map(b"".join), cuts=st.lists(st.integers(0, 600)),
        seq=st.integers(0, 0xFFFF))
 def test_a_valid_frame_after_any_noise_is_found(noise: bytes, cuts: list[int], seq: int) -> None:

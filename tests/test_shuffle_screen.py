@@ -314,19 +314,22 @@ def _day_of_findings(profile_name: str, model: str | None, seed: int, exact: boo
     return out
 
 
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),
+                                  pytest.param(2, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("model", [None, "cut only", "2 riffles", "3 riffles",
                                    "discards cut only", "discards 1 riffle", "slug 20"])
-def test_the_batch_path_decides_as_the_card_by_card_path(model: str | None) -> None:
+def test_the_batch_path_decides_as_the_card_by_card_path(model: str | None, seed: int
+                                                         ) -> None:
     # the engine's path leaves out the work a card does not need and judges in batches;
     # the reference path judges every card in turn: the same findings (test, value,
-    # card, evidence, the card it was raised at), fair or not, in every profile
+    # card, evidence, the card it was raised at), fair or not, in every profile (the
+    # inner loop, make quick, takes one seed of each model; make test all three)
     flagged = 0
     for name in ("gr-banco-punto", "gr-blackjack", "ru-blackjack", "gr-baccarat-two-tableaux"):
-        for seed in range(3):
-            batch = _day_of_findings(name, model, seed, exact=False)
-            exact = _day_of_findings(name, model, seed, exact=True)
-            assert batch == exact, (name, model, seed)
-            flagged += sum(f is not None for f in batch)
+        batch = _day_of_findings(name, model, seed, exact=False)
+        exact = _day_of_findings(name, model, seed, exact=True)
+        assert batch == exact, (name, model, seed)
+        flagged += sum(f is not None for f in batch)
     assert flagged or model in (None, "discards 1 riffle", "slug 20")
 
 
@@ -501,16 +504,18 @@ def _random_reference(rng: random.Random, decks: int) -> tuple[list[int], list[i
     return list(ref.piles_of), list(ref.pile_faces52)
 
 
-def _stream_chance(stream: list[int], f: int, own: float | None, left: list[int]) -> float:
-    """A stream's chance of face ``f``, from its sets alone (the test keeps counts)."""
+def _stream_chances(stream: list[int], own: float | None, left: list[int]
+                    ) -> list[float]:
+    """A stream's chance of each face, from its sets alone (the test keeps counts)."""
     predicted, beside = stream[2], stream[5]
-    k = sum(1 for g in range(FACES) if predicted >> g & 1 and left[g])
-    kb = sum(1 for g in range(FACES) if beside >> g & 1 and left[g])
-    if not predicted >> f & 1 or not left[f]:
-        return 0.0
-    if own is None or kb == 0 or kb == k:
-        return 1 / k
-    return (1 - own) / kb if beside >> f & 1 else own / (k - kb)
+    to_come = [g for g in range(FACES) if predicted >> g & 1 and left[g]]
+    k = len(to_come)
+    kb = sum(1 for g in to_come if beside >> g & 1)
+    out = [0.0] * FACES
+    for g in to_come:
+        out[g] = (1 / k if own is None or kb in (0, k)
+                  else (1 - own) / kb if beside >> g & 1 else own / (k - kb))
+    return out
 
 
 @pytest.mark.parametrize(("seed", "predictor"), [(s, p) for s in range(3) for p in (1, 2)])
@@ -518,7 +523,8 @@ def test_the_packet_predictor_gives_chances_that_sum_to_at_most_one(seed: int,
                                                                     predictor: int) -> None:
     # all the packet test's false-alarm bound needs: before every card, for every share,
     # the predictor's chances over the cards still to come sum to at most 1, and its
-    # bookkeeping (faces still to come per stream, and of them beside its piles) is exact
+    # bookkeeping (faces still to come per stream, and of them beside its piles) is exact;
+    # and the statistic moves by the ln of those chances' ratio for the card dealt
     from controller.screening.packets import PREDICTORS, WEIGHTS, PacketTest
 
     rng = random.Random(seed)
@@ -538,17 +544,21 @@ def test_the_packet_predictor_gives_chances_that_sum_to_at_most_one(seed: int,
                 split += 0 < s[6] < s[3]
         if streams:
             weights = WEIGHTS[:len(streams)]
-            chances = [sum(w / sum(weights) * _stream_chance(s, f, own, left)
-                           for w, s in zip(weights, streams, strict=False))
+            each = [_stream_chances(s, own, left) for s in streams]
+            for s, chances in zip(streams, each, strict=True):  # each stream's sum to 1
+                assert sum(chances) == pytest.approx(1.0) or not s[3]
+            chances = [sum(w / sum(weights) * c[f] for w, c in zip(weights, each, strict=True))
                        for f in range(FACES)]
-            for s in streams:  # each stream's own chances sum to 1 over its faces to come
-                assert sum(_stream_chance(s, f, own, left) for f in range(FACES)) == \
-                    pytest.approx(1.0) or not s[3]
             for e in elsewhere:
                 total = sum(e * left[f] / test.n + (1 - e) * chances[f]
                             for f in range(FACES) if left[f])
                 assert total <= 1 + 1e-9
-        test.step(card.deck_index)
+        f, before, n = card.deck_index, list(test.logs), test.n
+        c = left[f]
+        test.step(f)
+        if streams and c:  # the statistic moved by the ln of this card's chance ratio
+            for e, was, now in zip(elsewhere, before, test.logs, strict=True):
+                assert now - was == pytest.approx(math.log((1 - e) * chances[f] * n / c + e))
     assert split > 100 or own is None  # (predictor 2's split was exercised)
 
 
