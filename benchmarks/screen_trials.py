@@ -73,7 +73,7 @@ def settings_for(profile: Profile) -> ScreenSettings:
     s = profile.shuffle_screen
     return ScreenSettings(s.enabled, s.false_alarm_one_in, s.run_test, s.continuation_test,
                           s.previous_shoe, s.shelf_test, s.hand_piles, s.packet_test,
-                          s.packet_predictor)
+                          s.packet_predictor, s.hand_order)
 
 
 @dataclass
@@ -118,6 +118,12 @@ def deal(screen: ShuffleScreen, order: Sequence[Card], shape: Shape, shoe: int
 
 Model = Callable[[list[Card], random.Random], list[Card]]
 
+COLLECTED = {"discards 2 riffles, hands reversed": "reversed",
+             "discards 2 riffles, hands unordered": "shuffled"}
+"""How a model's dealer lays each hand's cards in the discards (``shuffles.collected``;
+"dealt" otherwise): the guide keeps a hand so it can be laid out again, not which way up
+(the screen's ``hand_order``)."""
+
 MODELS: dict[str, tuple[str, Model]] = {
     # name: (which order it works on, model); "new-deck": the first shoe after a check,
     # "previous": the previous shoe's discards
@@ -131,6 +137,10 @@ MODELS: dict[str, tuple[str, Model]] = {
     "discards 1 riffle": ("previous", lambda o, r: shuffles.cut(shuffles.riffle(o, r, 1), r)),
     "discards 2 riffles": ("previous", lambda o, r: shuffles.cut(shuffles.riffle(o, r, 2), r)),
     "discards 3 riffles": ("previous", lambda o, r: shuffles.cut(shuffles.riffle(o, r, 3), r)),
+    "discards 2 riffles, hands reversed": ("previous", lambda o, r: shuffles.cut(
+        shuffles.riffle(o, r, 2), r)),
+    "discards 2 riffles, hands unordered": ("previous", lambda o, r: shuffles.cut(
+        shuffles.riffle(o, r, 2), r)),
     "discards shelf pass": ("previous",
                             lambda o, r: shuffles.cut(shuffles.shelf_pass(o, r, 10), r)),
     "slug 20": ("previous", lambda o, r: _slug(o, r, 20)),
@@ -161,7 +171,8 @@ def model_trial(profile: Profile, model: str, shape_prev: Shape, shape: Shape,
         first = pack(decks)
         rng.shuffle(first)
         prev = deal(screen, first, shape_prev, 1)
-        pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
+        pile = shuffles.collected(prev.piles, prev.hands, prev.unread,
+                                  COLLECTED.get(model, "dealt"), rng)
         if model.startswith("slug"):
             read = len(prev.dealt)
             length = int(model.split()[1])

@@ -24,6 +24,7 @@ from controller.validation import Invalid, allowed_text, checker, choices
 Game = Literal["blackjack", "baccarat", "chemin-de-fer", "baccarat-two-tableaux", "stud-poker"]
 CardSource = Literal["shoe", "shuffler", "hand"]
 DayCount = Literal["elapsed", "calendar"]
+HandOrder = Literal["pile", "dealt", "reversed", "either", "all"]
 CutCardMode = Literal["none", "exact", "approximate"]
 CutCardFirst = Literal["round-is-last", "no-round"]
 BurnMode = Literal["none", "five", "by-value"]
@@ -182,6 +183,14 @@ class ShuffleScreenRule(Section):
         "doc": "the packet test: the dealt order against riffled packets of the previous "
                "shoe's discards, followed through their piles (with previous_shoe); off in a "
                "profile recorded before it existed"})
+    hand_order: HandOrder = field(default="pile", metadata={
+        "optional": True,
+        "doc": "with hand_piles, how the packet test holds each hand's cards in the discards: "
+               "pile — in no known order; dealt — in the order dealt; reversed — the reverse; "
+               "either — dealt or reversed, all — any of the three (each followed, the test's "
+               "share of the budget split between them). The guide keeps a hand so that it "
+               "can be laid out again (002 §3 3.6), not which way up; pile in a profile "
+               "recorded before the key existed"})
     packet_predictor: int = field(default=1, metadata={
         "optional": True, "min": 1, "max": 2,
         "doc": "the packet test's predictor: 1 spreads a stream's share evenly over every "

@@ -111,13 +111,18 @@ def place_slug(order: Sequence[T], slug: Sequence[T], at: int) -> list[T]:
 
 
 def collected(rounds: Sequence[Sequence[T]], hands: Sequence[Sequence[int]],
-              unread: Sequence[T]) -> list[T]:
+              unread: Sequence[T], within: str = "dealt",
+              rng: random.Random | None = None) -> list[T]:
     """The discards of a shoe as one pack, collected as the live guide has it (002 §2 3.6,
     §3 3.6): per round, the cards no hand holds (burns) first, then the hands from right
     to left — the reverse of the order they were first dealt to — each hand whole, its
     cards in the order dealt (spread, so that it can be laid out again); the rounds in
     the order played, then the cards never read. ``hands[i][j]``: the hand of round i's
-    card j (-1: none)."""
+    card j (-1: none).
+
+    ``within``: how each hand's cards lie — ``dealt``; ``reversed`` (the hand picked up
+    the other way up: the guide does not say which); ``shuffled`` (in no order, with
+    ``rng``: a dealer who does not keep the hand, against the guide)."""
     out: list[T] = []
     for cards, of in zip(rounds, hands, strict=True):
         by_hand: dict[int, list[T]] = {}
@@ -125,7 +130,16 @@ def collected(rounds: Sequence[Sequence[T]], hands: Sequence[Sequence[int]],
             by_hand.setdefault(h, []).append(card)
         out.extend(by_hand.pop(-1, []))
         for h in sorted(by_hand, reverse=True):
-            out.extend(by_hand[h])
+            hand = by_hand[h]
+            if within == "reversed":
+                hand.reverse()
+            elif within == "shuffled":
+                if rng is None:
+                    raise ValueError("collected(within='shuffled') needs rng")
+                rng.shuffle(hand)
+            elif within != "dealt":
+                raise ValueError(f"within: {within!r} (dealt, reversed or shuffled)")
+            out.extend(hand)
     out.extend(unread)
     return out
 

@@ -182,10 +182,12 @@ def test_the_same_cards_give_the_same_decisions() -> None:
     assert a is not None and a == b
 
 
-def _after_a_fair_shoe(name: str, seed: int, settings: ScreenSettings | None = None
+def _after_a_fair_shoe(name: str, seed: int, settings: ScreenSettings | None = None,
+                      within: str = "dealt"
                       ) -> tuple[ShuffleScreen, list[Card], Any, random.Random]:
     """A screen after one fairly shuffled shoe of profile ``name``: (the screen, the shoe's
-    discards as collected, the next shoe's shape, the random source)."""
+    discards as collected, each hand's cards ``within`` as ``shuffles.collected`` lays
+    them, the next shoe's shape, the random source)."""
     profile = load_profile(name)
     decks = profile.decks.max
     shapes = shapes_for(profile, 1, shoes=2)
@@ -196,7 +198,8 @@ def _after_a_fair_shoe(name: str, seed: int, settings: ScreenSettings | None = N
     rng.shuffle(first)
     prev = deal(screen, first, shapes[0], 1)
     assert prev.finding is None
-    return screen, shuffles.collected(prev.piles, prev.hands, prev.unread), shapes[1], rng
+    return (screen, shuffles.collected(prev.piles, prev.hands, prev.unread, within, rng),
+            shapes[1], rng)
 
 
 def test_a_slug_of_the_last_shoe_is_caught_and_named() -> None:
@@ -420,14 +423,15 @@ def test_a_profile_turns_the_shelf_test_on_and_an_older_header_leaves_it_off() -
     raw = load_profile("gr-banco-punto").to_dict()
     assert raw["shuffle_screen"]["shelf_test"] is False  # the header records it
     on = {**raw, "shuffle_screen": {**raw["shuffle_screen"], "shelf_test": True}}
-    later = ("shelf_test", "hand_piles", "packet_test", "packet_predictor")  # keys added
-    # after the first logs
+    later = ("shelf_test", "hand_piles", "packet_test", "packet_predictor",
+             "hand_order")  # keys added after the first logs
     older = {**raw, "shuffle_screen": {k: v for k, v in raw["shuffle_screen"].items()
                                        if k not in later}}
     assert TableEngine(profile_from_dict(on)).screen.settings.shelf_test is True
     old = TableEngine(profile_from_dict(older)).screen.settings
     assert (old.shelf_test, old.hand_piles, old.packet_test) == (False, False, False)
     assert old.packet_predictor == 1  # (the predictor the packet test first had)
+    assert old.hand_order == "pile"
     assert raw["shuffle_screen"]["packet_predictor"] == 2
     assert old.tests == 3
 
@@ -562,6 +566,59 @@ def test_the_packet_predictor_gives_chances_that_sum_to_at_most_one(seed: int,
     assert split > 100 or own is None  # (predictor 2's split was exercised)
 
 
+@pytest.mark.parametrize(("within", "order"), [("dealt", "dealt"), ("reversed", "reversed"),
+                                               ("shuffled", None)])
+def test_each_hand_order_is_followed_and_the_finding_names_it(within: str,
+                                                              order: str | None) -> None:
+    # hand_order = "all": whichever way up the dealer lays each hand — or in no order —
+    # two riffles of the discards are caught, by the test that holds the hands that way
+    # (no order: the test of hand piles); each of the three at its third of the budget
+    found = []
+    for seed in (8, 9, 10):
+        screen, pile, shape, rng = _after_a_fair_shoe("live-blackjack", seed, within=within)
+        assert screen.settings.hand_order == "all"
+        got = deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 2), rng), shape,
+                   2).finding
+        assert got is not None and got.test == "packet", (within, seed)
+        assert got.details.get("hand_order") == order
+        assert ("hand pile(s)" in got.reference_order) == (order is None)
+        found.append(got.position)
+    if order is not None:  # (held in the right order, found sooner than as piles)
+        piles = dataclasses.replace(settings_for(load_profile("live-blackjack")),
+                                    hand_order="pile")
+        late = []
+        for seed in (8, 9, 10):
+            screen, pile, shape, rng = _after_a_fair_shoe("live-blackjack", seed, piles,
+                                                          within)
+            got = deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 2), rng), shape,
+                       2).finding
+            late.append(got.position if got is not None else 10_000)
+        assert sum(found) < sum(late), (found, late)
+
+
+def test_an_ordered_reference_lays_each_hand_out_a_card_a_pile() -> None:
+    from controller.screening.reference import ordered_reference
+
+    piles = [[1, 2], [3, 4, 5], [6], [7, 8]]  # burns, two hands, a round left whole
+    dealt = ordered_reference(piles, {1, 2}, "dealt", 52, 4)
+    assert [list(p) for p in dealt.piles] == [[1, 2], [3], [4], [5], [6], [7, 8]]
+    back = ordered_reference(piles, {1, 2}, "reversed", 52, 4)
+    assert [list(p) for p in back.piles] == [[1, 2], [5], [4], [3], [6], [7, 8]]
+    assert back.details["hand_order"] == "reversed" and back.details["read"] == 8
+    assert "in the order reversed" in back.description
+
+
+def test_the_simulated_dealer_lays_each_hand_as_asked() -> None:
+    rounds, hands = [["a", "b", "c", "d", "e"]], [[-1, 0, 1, 0, 1]]  # a burn, two hands
+    assert shuffles.collected(rounds, hands, ["z"]) == ["a", "c", "e", "b", "d", "z"]
+    assert shuffles.collected(rounds, hands, ["z"], "reversed") == ["a", "e", "c", "d", "b",
+                                                                    "z"]
+    mixed = shuffles.collected(rounds, hands, [], "shuffled", random.Random(1))
+    assert mixed[0] == "a" and set(mixed[1:3]) == {"c", "e"} and set(mixed[3:]) == {"b", "d"}
+    with pytest.raises(ValueError, match="within"):
+        shuffles.collected(rounds, hands, [], "sideways")
+
+
 #: predictor 1's findings on two riffles of the discards, as the packet test's first
 #: version computed them (commit 8116ed4, before predictor 2): (test, card, value, cards
 #: continued, cards judged)
@@ -579,7 +636,8 @@ PREDICTOR_1 = {
 def test_predictor_1_decides_as_the_first_packet_test_did(name: str, seed: int) -> None:
     # a log whose header names no packet_predictor replays with predictor 1: it must decide
     # to the last bit as the code that wrote such logs did (and predictor 2 differs)
-    one = dataclasses.replace(settings_for(load_profile(name)), packet_predictor=1)
+    one = dataclasses.replace(settings_for(load_profile(name)), packet_predictor=1,
+                              hand_order="pile")  # (as such a header has it)
     found = []
     for settings in (one, settings_for(load_profile(name))):
         screen, pile, shape, rng = _after_a_fair_shoe(name, seed, settings)
@@ -601,7 +659,9 @@ def test_the_packet_test_catches_a_riffle_of_the_discards_and_says_so() -> None:
     # (the cards judged are Bernoulli trials with the chances the evidence lists)
     spread = math.sqrt(got.expected * (1 - got.expected / got.steps))
     assert got.continued > got.expected + 3 * spread, (got.continued, got.expected, got.steps)
-    assert "hand pile(s)" in got.reference_order
+    # the hands were collected in the order dealt: that order's test (of three) found it
+    assert got.details["hand_order"] == "dealt" and "in the order dealt" in got.reference_order
+    assert got.threshold == pytest.approx(screen.thresholds.continuation + math.log(3))
     # without the packet test (and without hand piles) the other tests miss it
     off = dataclasses.replace(settings_for(load_profile("gr-blackjack")), packet_test=False,
                               hand_piles=False)

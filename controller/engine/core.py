@@ -153,7 +153,8 @@ class TableEngine:
         self.screen = ShuffleScreen(
             ScreenSettings(sc.enabled, sc.false_alarm_one_in, sc.run_test,
                            sc.continuation_test, sc.previous_shoe, sc.shelf_test,
-                           sc.hand_piles, sc.packet_test, sc.packet_predictor),
+                           sc.hand_piles, sc.packet_test, sc.packet_predictor,
+                           sc.hand_order),
             profile.decks.max)
         self._screen = self.screen if sc.enabled else None  # the card path asks this
         self._hand_piles = sc.enabled and sc.previous_shoe and sc.hand_piles

@@ -30,7 +30,8 @@ Two references exist:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
@@ -125,6 +126,37 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int,
     if unit != "round":  # (a log written before hand piles replays with its evidence)
         details["pile"] = unit
     return Reference(PREVIOUS_SHOE, description, (), details, tuple(piles_of), kept)
+
+
+HAND_ORDERS: dict[str, tuple[str, ...]] = {
+    "pile": ("pile",), "dealt": ("dealt",), "reversed": ("reversed",),
+    "either": ("dealt", "reversed"), "all": ("pile", "dealt", "reversed"),
+}
+"""``[shuffle_screen] hand_order``: the orders in which the packet test holds each hand's
+cards in the last shoe's discards (``pile``: in no known order, the hand a pile)."""
+
+
+def ordered_reference(piles: Sequence[Sequence[int]], hand_piles: Collection[int],
+                      order: str, pack: int, shoe: int) -> Reference:
+    """The previous shoe's discards with each hand's cards in order: the hand piles
+    (``hand_piles``: their numbers in ``piles``) as one pile a card, in the order dealt
+    (``order`` "dealt") or its reverse ("reversed"); the other piles (burns, a round the
+    referee did not split) as they are. A hand is collected so that it can be laid out
+    again (002 §3 3.6): its cards keep their order, but which way up the guide does not
+    say, so a profile names one or both (:data:`HAND_ORDERS`)."""
+    out: list[Sequence[int]] = []
+    for i, pile in enumerate(piles):
+        if i in hand_piles:
+            out.extend([f] for f in (pile if order == "dealt" else pile[::-1]))
+        else:
+            out.append(pile)
+    ref = pile_reference(out, pack, shoe, "hand")
+    read = ref.details["read"]
+    description = (f"shoe {shoe}'s discards: {read} card(s) read, each hand's in the order "
+                   f"{'dealt' if order == 'dealt' else 'reversed'}, "
+                   f"{ref.details['unread']} never read")
+    return dataclasses.replace(ref, description=description,
+                               details={**ref.details, "hand_order": order})
 
 
 def members(face_set: int) -> list[int]:

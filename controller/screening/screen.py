@@ -42,10 +42,12 @@ from controller.screening.faces import (
 )
 from controller.screening.packets import PacketTest
 from controller.screening.reference import (
+    HAND_ORDERS,
     NEW_DECK,
     PREVIOUS_SHOE,
     Reference,
     new_deck_reference,
+    ordered_reference,
     pile_reference,
 )
 from controller.screening.sequential import (
@@ -95,6 +97,8 @@ class ScreenSettings:
     packet_test: bool = False
     #: its predictor (controller.screening.packets.PREDICTORS)
     packet_predictor: int = 1
+    #: with hand_piles, how the packet test holds each hand's cards (HAND_ORDERS)
+    hand_order: str = "pile"
 
     @property
     def tests(self) -> int:
@@ -182,7 +186,14 @@ class ShuffleScreen:
         self._pile_wanted = settings.enabled and settings.previous_shoe and (
             settings.run_test or settings.packet_test)
         self._hand_piles = self._pile_wanted and settings.hand_piles
-        self._packets: PacketTest | None = None
+        #: the piles of this shoe's discards that are a hand's (the rest: a round's, burns)
+        self._hand_piles_at: set[int] = set()
+        #: the last shoe's discards with each hand's cards in order (HAND_ORDERS)
+        self._ordered: dict[str, Reference] = {}
+        #: the packet tests, one per hand order followed, and the reference of each
+        self._packets: list[PacketTest] = []
+        self._packet_refs: list[Reference] = []
+        self._packet_extra = 0.0  # ln of how many: each takes that share of the test's α
         self._set_decks(decks)
 
     def _set_decks(self, decks: int) -> None:
@@ -202,7 +213,9 @@ class ShuffleScreen:
         """The pack was counted: it lies in new-deck order; the previous shoe's order is
         gone."""
         self._previous = None
+        self._ordered = {}
         self._piles = []
+        self._hand_piles_at = set()
         self._deck = new_deck_reference(source)
 
     def start_shoe(self, shoe: int, decks: int | None = None) -> None:
@@ -213,12 +226,19 @@ class ShuffleScreen:
         if decks is not None and decks != self.decks:
             self._set_decks(decks)
             self._previous = None
+            self._ordered = {}
             self._piles = []
         elif self._piles and self._shoe and self._pile_wanted:
             self._previous = pile_reference(self._piles, self._pack, self._shoe,
                                             "hand" if self._hand_piles else "round")
+            self._ordered = {
+                order: ordered_reference(self._piles, self._hand_piles_at, order, self._pack,
+                                         self._shoe)
+                for order in HAND_ORDERS[self.settings.hand_order] if order != "pile"
+            } if self._hand_piles and self.settings.packet_test else {}
         self._shoe = shoe
         self._piles = [[]]
+        self._hand_piles_at = set()
         self._faces = []
         self.pending = []
         self._ends = []
@@ -251,10 +271,16 @@ class ShuffleScreen:
         self._shelf_state = (0.0, shelf_tables()[2], -1, self.decks * FACES)
         self._shelf_counts = [self.decks] * FACES
         # the packet test (its own pass, like the shelf test's) against the discards
-        self._packets = (PacketTest(self._previous.piles_of, self._previous.pile_faces52,
-                                    self.decks, s.packet_predictor)
-                         if s.enabled and s.packet_test and s.previous_shoe
-                         and self._previous is not None else None)
+        # the packet test (its own pass, like the shelf test's) against the discards: one
+        # per hand order followed, each at the test's threshold + ln(how many)
+        self._packets, self._packet_refs, self._packet_extra = [], [], 0.0
+        if s.enabled and s.packet_test and s.previous_shoe and self._previous is not None:
+            orders = HAND_ORDERS[s.hand_order] if self._hand_piles else ("pile",)
+            self._packet_refs = [self._previous if o == "pile" else self._ordered[o]
+                                 for o in orders]
+            self._packets = [PacketTest(r.piles_of, r.pile_faces52, self.decks,
+                                        s.packet_predictor) for r in self._packet_refs]
+            self._packet_extra = math.log(len(orders))
         if self._always_exact:
             self._begin_exact()
         # the batch path's statistics, one tuple (loaded and stored once per batch;
@@ -329,7 +355,9 @@ class ShuffleScreen:
         by_hand: dict[object, list[int]] = {}
         for f, hand in hands:
             by_hand.setdefault(hand, []).append(f)
+        at = len(piles) - 1 + (1 if before else 0)  # where the hands' piles begin
         piles[-1:] = ([pile[:before]] if before else []) + list(reversed(by_hand.values()))
+        self._hand_piles_at.update(range(at, len(piles)))
 
     def flush(self) -> Finding | None:
         """Judge the cards dealt since the last batch (their faces join this shoe's piles
@@ -370,15 +398,14 @@ class ShuffleScreen:
         shoe_faces.extend(faces)
         read = base + len(faces)
         shelf = self._shelf_pass(faces, base) if self._shelf_on else None
-        packets = self._packet_pass(faces, base) if self._packets is not None else None
+        packets = self._packet_pass(faces, base) if self._packets else None
         judge = self._judge_exact if self._exact else self._judge_batch
         finding = judge(faces, base)
         if shelf is not None and (finding is None or shelf[0] < finding.position):
             finding = self._finding(self._deck, SHELF, shelf[1], self._h_cont, 1, 1, shelf[0])
         if packets is not None and (finding is None or packets[0] < finding.position):
-            assert self._previous is not None
-            finding = self._finding(self._previous, PACKET, packets[1], self._h_cont, 1, 1,
-                                    packets[0])
+            finding = self._finding(self._packet_refs[packets[2]], PACKET, packets[1],
+                                    self._h_cont + self._packet_extra, 1, 1, packets[0])
         if finding is not None:
             self._alarmed = True
             return dataclasses.replace(finding, raised_at=read)
@@ -392,7 +419,7 @@ class ShuffleScreen:
             w, pw = self._exact_state[3], self._exact_state[8]
         else:
             w, pw = self._state[1], self._state[6]
-        packets = max(self._packets.logs) if self._packets is not None else 0.0
+        packets = max(max(p.logs) for p in self._packets) if self._packets else 0.0
         return (2 * max(w, pw) >= self._h_run
                 or 2 * max(self._value, self._shelf_state[0], packets) >= self._h_cont)
 
@@ -598,13 +625,17 @@ class ShuffleScreen:
         self._shelf_state = (value, k, prev, n)
         return None
 
-    def _packet_pass(self, faces: list[int], base: int) -> tuple[int, float] | None:
-        """The packet test over a batch (:mod:`controller.screening.packets`): (the card
-        where it crossed its threshold, its value), or None. The same in both paths."""
-        packets = self._packets
-        assert packets is not None
-        at = packets.run(faces, self._h_cont)
-        return None if at is None else (base + 1 + at, packets.value)
+    def _packet_pass(self, faces: list[int], base: int) -> tuple[int, float, int] | None:
+        """The packet tests over a batch (:mod:`controller.screening.packets`): (the card
+        where the first of them crossed its threshold, its value, which test), or None.
+        The same in both paths."""
+        threshold = self._h_cont + self._packet_extra
+        first: tuple[int, float, int] | None = None
+        for i, packets in enumerate(self._packets):
+            at = packets.run(faces, threshold)
+            if at is not None and (first is None or base + 1 + at < first[0]):
+                first = (base + 1 + at, packets.value, i)
+        return first
 
     def _crossed(self, ref: Reference, test: str, value: float, threshold: float,
                  start: int, window: int, pos: int) -> Finding | None:
