@@ -398,6 +398,10 @@ def _cross_check(p: Profile, file: str) -> None:
     if sc.enabled and not (sc.run_test or sc.continuation_test):
         raise ProfileError(file, "shuffle_screen.run_test",
                            "an enabled screen needs run_test or continuation_test")
+    if sc.hand_order != "pile" and not sc.hand_piles:
+        raise ProfileError(file, "shuffle_screen.hand_order",
+                           f"{sc.hand_order!r} holds each hand's cards in order: it needs "
+                           "hand_piles = true (the discards as one pile per hand)")
     if p.cut.min_each_side * 2 > p.decks.min * 52:
         raise ProfileError(
             file, "cut.min_each_side",

@@ -300,6 +300,16 @@ def test_out_of_range_int():
     assert str(_error(raw)) == "x.toml: decks.max: 99 is out of range 1..12"
 
 
+def test_hand_order_needs_hand_piles():
+    raw = _raw()  # gr-banco-punto: round piles (the baccarat direction is each dealer's)
+    raw["shuffle_screen"]["hand_order"] = "all"
+    assert str(_error(raw)).startswith(
+        "x.toml: shuffle_screen.hand_order: 'all' holds each hand's cards in order: it needs "
+        "hand_piles = true")
+    raw["shuffle_screen"]["hand_order"] = "sideways"
+    assert "is not one of pile, dealt, reversed, either, all" in str(_error(raw))
+
+
 def test_bad_choice():
     raw = _raw()
     raw["burn"]["mode"] = "six"
