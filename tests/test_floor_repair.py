@@ -16,7 +16,7 @@ from controller.cli import main as cli_main
 from floor.alerts import CHAIN_BREAK, CHAIN_REPAIRED, LOG_REWRITTEN
 from floor.core import Floor
 from floor.repair import RepairError, hold_name, repair_file
-from floor.store import open_store
+from floor.store import HeldError, open_store
 from tests.floor_helpers import append, drain, table_log
 from tests.test_audit_helpers import line_of, rotated_set
 
@@ -126,16 +126,21 @@ def test_one_repair_of_a_file_at_a_time(db: str, tmp_path: Path,
     lines, logs, target, _ = broken_at_201(db, tmp_path)
     target.write_bytes(b"".join(lines[:400]))  # the table's true log, from its backup
     name = target.name
-    first = open_store(db)
+    first, other = open_store(db), open_store(db)  # (two processes' connections)
     try:
         with first.hold(hold_name("BP-01", name)):  # another repair of it under way
             code, said = repair(db, logs, tmp_path / "second", "BP-01", name, capsys)
             assert code == 1 and "one repair of a file at a time" in said, said
             assert "Traceback" not in said
-            with first.hold(hold_name("BP-01", "BP-01-2026-11-22.jsonl")):
-                pass  # (another file's repair is not held up)
+            with pytest.raises(HeldError, match="under way in another process"):
+                other.hold(hold_name("BP-01", name)).__enter__()
+            # another file's repair is not held up
+            other_file = other.hold(hold_name("BP-01", "BP-01-2026-11-22.jsonl"))
+            other_file.__enter__()
+            other_file.__exit__(None, None, None)
     finally:
         first.close()
+        other.close()
     assert len(indexed(db, "BP-01")) == 200 and repairs_in(tmp_path / "second") == 0
 
     late = open_store(db)  # a repair that read the index while the file was broken …

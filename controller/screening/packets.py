@@ -113,7 +113,8 @@ class PacketTest:
         #: streams, the most recently fed first: [piles, faces taken from them, faces
         #: predicted (52-bit sets), how many of those are still to come, the way it goes
         #: through the piles (1 up, -1 down, 0 not known yet), the faces predicted only
-        #: beside its piles (a 52-bit set), how many of those are still to come]
+        #: beside its piles (a 52-bit set), how many of those are still to come (the last
+        #: two kept by predictor 2 only)]
         self.streams: list[list[int]] = []
 
     def _union(self, piles: int) -> int:
@@ -267,10 +268,12 @@ class PacketTest:
                     if not beside & (beside - 1) else memo.get(beside) or union_of(beside))
             own &= ~s[1]
             near &= ~own
-            s[2] = own | near
-            s[3] = ((own | near) & left).bit_count()
-            s[5] = near
-            s[6] = (near & left).bit_count()
+            predicted = own | near
+            s[2] = predicted
+            s[3] = (predicted & left).bit_count()
+            if split:  # (predictor 1 spreads its share over both alike)
+                s[5] = near
+                s[6] = (near & left).bit_count()
             if l0 >= threshold or l1 >= threshold or l2 >= threshold:
                 self.logs = [l0, l1, l2]
                 if self.value >= threshold:

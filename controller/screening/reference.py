@@ -151,10 +151,8 @@ def ordered_reference(piles: Sequence[Sequence[int]], hand_piles: Collection[int
         else:
             out.append(pile)
     ref = pile_reference(out, pack, shoe, "hand")
-    read = ref.details["read"]
-    description = (f"shoe {shoe}'s discards: {read} card(s) read, each hand's in the order "
-                   f"{'dealt' if order == 'dealt' else 'reversed'}, "
-                   f"{ref.details['unread']} never read")
+    description = (f"shoe {shoe}'s discards: {ref.details['read']} card(s) read, each hand's "
+                   f"in the order {order}, {ref.details['unread']} never read")
     return dataclasses.replace(ref, description=description,
                                details={**ref.details, "hand_order": order})
 

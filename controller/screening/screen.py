@@ -270,7 +270,6 @@ class ShuffleScreen:
         self._shelf_on = s.enabled and s.shelf_test
         self._shelf_state = (0.0, shelf_tables()[2], -1, self.decks * FACES)
         self._shelf_counts = [self.decks] * FACES
-        # the packet test (its own pass, like the shelf test's) against the discards
         # the packet test (its own pass, like the shelf test's) against the discards: one
         # per hand order followed, each at the test's threshold + ln(how many)
         self._packets, self._packet_refs, self._packet_extra = [], [], 0.0
