@@ -17,11 +17,15 @@ shoe boundaries; replaying a log replays every decision.
   rising-sequence continuations, the shelf test's predictor) and their thresholds;
 - :mod:`.packets` — the packet test: riffled packets of the last shoe's discards,
   followed through their piles;
-- :mod:`.screen` — :class:`ShuffleScreen`, what the engine holds, and the finding it reports;
+- :mod:`.screen` — :class:`ShuffleScreen`, what the engine holds: the tests run card by
+  card over batches (and a card-by-card reference path that decides the same);
+- :mod:`.evidence` — the :class:`Finding` it reports, with the run of cards that gave the
+  order away, replayed when a test fires;
 - :mod:`.rising` — the exact Bayer–Diaconis distribution of rising sequences after riffle
   shuffles (the literature the riffle test rests on, checked against the published table).
 """
 
-from controller.screening.screen import Finding, ScreenSettings, ShuffleScreen
+from controller.screening.evidence import Finding
+from controller.screening.screen import ScreenSettings, ShuffleScreen
 
 __all__ = ["Finding", "ScreenSettings", "ShuffleScreen"]

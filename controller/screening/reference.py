@@ -157,6 +157,11 @@ def ordered_reference(piles: Sequence[Sequence[int]], hand_piles: Collection[int
                                details={**ref.details, "hand_order": order})
 
 
+def piles_beside(piles: int) -> int:
+    """The piles next to a set of piles (either direction), not the set itself."""
+    return ((piles << 1) | (piles >> 1)) & ~piles
+
+
 def members(face_set: int) -> list[int]:
     """The faces of a 52-bit face set."""
     return [f for f in range(FACES) if face_set >> f & 1] if face_set.bit_count() > 12 else \

@@ -31,15 +31,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import add, attrgetter, mul
-from typing import Any
 
 from controller.cards import Card
-from controller.screening.faces import (
-    FACES,
-    LOW,
-    Remaining,
-    face_card,
+from controller.screening.evidence import (
+    CONTINUATION,
+    PACKET,
+    RUN,
+    SHELF,
+    Finding,
+    finding_for,
 )
+from controller.screening.faces import FACES
 from controller.screening.packets import PacketTest
 from controller.screening.reference import (
     HAND_ORDERS,
@@ -49,6 +51,7 @@ from controller.screening.reference import (
     new_deck_reference,
     ordered_reference,
     pile_reference,
+    piles_beside,
 )
 from controller.screening.sequential import (
     RUN_Q,
@@ -59,8 +62,6 @@ from controller.screening.sequential import (
     window_for,
 )
 
-RUN, CONTINUATION, SHELF, PACKET = "run", "continuation", "shelf", "packet"
-EVIDENCE_CARDS = 60  # the most cards a finding lists
 FIRST_BATCH = 8  # a shoe's first batch: an unshuffled pack is caught at its 8th card
 BATCH = 16  # then every 16 cards …
 WARM_BATCH = 2  # … or every 2 while a statistic is at least half way to its threshold
@@ -107,52 +108,6 @@ class ScreenSettings:
                 + (self.run_test and self.previous_shoe) + self.shelf_test
                 + (self.packet_test and self.previous_shoe))
 
-
-@dataclass(frozen=True)
-class Finding:
-    """A test crossed its threshold: everything a pit boss and an auditor need."""
-
-    test: str
-    reference: str
-    reference_order: str
-    value: float
-    threshold: float
-    position: int  # cards read in this shoe when it fired
-    continued: int  # cards of the run that continued the reference
-    steps: int  # cards of the run judged
-    expected: float  # continuations a fair shuffle gives in those steps, on average
-    run: tuple[tuple[int, str, bool], ...]  # (position, card, continued) of the run shown
-    false_alarm_one_in: int
-    window: int
-    details: dict[str, Any]
-    raised_at: int = 0  # cards read when the finding was returned (≥ position)
-
-    def message(self) -> str:
-        what = ("a run of cards follows" if self.test == RUN else
-                "the dealt order follows a shelf shuffler's streams of" if self.test == SHELF
-                else "the dealt order follows riffled packets of" if self.test == PACKET
-                else "the dealt order keeps continuing")
-        first, last = self.run[0][0], self.run[-1][0]
-        return (f"shuffle suspect: {what} the {self.reference_order} — cards {first}–{last}: "
-                f"{self.continued} of {self.steps} continued it where a shuffled pack gives "
-                f"{self.expected:.1f}; {self.test} test {self.value:.1f} ≥ threshold "
-                f"{self.threshold:.1f} (false alarm 1 in {self.false_alarm_one_in:,} shoes)")
-
-    def evidence(self) -> dict[str, Any]:
-        """The deviation's evidence. Audit records hold no floats: the statistic, its
-        threshold (log-likelihood ratios, in nats) and the expected count are decimal
-        strings."""
-        return {
-            "test": self.test, "value": f"{self.value:.2f}",
-            "threshold": f"{self.threshold:.2f}", "unit": "nats",
-            "reference": self.reference, "reference_order": self.reference_order,
-            "reference_details": self.details,
-            "position": self.position, "raised_at": self.raised_at or self.position,
-            "continued": self.continued, "judged": self.steps,
-            "expected": f"{self.expected:.2f}", "window": self.window,
-            "false_alarm_one_in": self.false_alarm_one_in,
-            "run": [{"position": p, "card": c, "continues": h} for p, c, h in self.run],
-        }
 
 
 class ShuffleScreen:
@@ -794,7 +749,7 @@ class ShuffleScreen:
                         p_piles &= mine
                         p_narrow += 1
                     elif mine & ((p_piles << 1) | (p_piles >> 1)):
-                        p_piles = mine & _beside(p_piles)
+                        p_piles = mine & piles_beside(p_piles)
                         p_narrow += 1
                         p_from = pos
                     else:
@@ -841,124 +796,12 @@ class ShuffleScreen:
 
     def _finding(self, ref: Reference, test: str, value: float, threshold: float,
                  start: int, window: int, pos: int) -> Finding:
-        """Replay this shoe's cards up to ``pos`` against the reference to list the run."""
-        del self._faces[pos:]  # the rest of the batch is not judged
-        rows = _judge(self._faces, ref, window, self.decks, test,
-                      self.settings.packet_predictor)
-        rows = [r for r in rows if r[0] >= start]
-        shown = [(p, str(face_card(face)), hit) for p, face, hit, _ in rows[-EVIDENCE_CARDS:]]
-        if test == RUN and shown and shown[0][0] == start and start > 1:
-            # the card the run starts from
-            shown.insert(0, (start - 1, str(face_card(self._faces[start - 2])), False))
-        return Finding(
-            test=test, reference=ref.kind, reference_order=ref.description,
-            value=value, threshold=threshold, position=pos,
-            continued=sum(1 for r in rows if r[2]), steps=len(rows),
-            expected=sum(r[3] for r in rows), run=tuple(shown),
-            false_alarm_one_in=self.settings.false_alarm_one_in,
-            window=window, details=dict(ref.details),
-        )
-
-
-def _beside(piles: int) -> int:
-    """The piles next to a set of piles (either direction), not the set itself."""
-    return ((piles << 1) | (piles >> 1)) & ~piles
-
-
-def _judge(faces: Sequence[int], ref: Reference, window: int, decks: int, test: str,
-           predictor: int = 1) -> list[tuple[int, int, bool, float]]:
-    """(position, face, continued, chance) of every card of a shoe, against ``ref``: for
-    new-deck order from the last ``window`` cards; for piles from the piles the run so far
-    can lie in."""
-    if test == SHELF:
-        return _judge_shelf(faces, decks)
-    if test == PACKET:
-        return _judge_packets(faces, ref, decks, predictor)
-    rem = Remaining(decks)
-    out: list[tuple[int, int, bool, float]] = []
-    last: list[int] = []
-    piles = 0
-    narrow = False
-    prev = -1
-    for pos, f in enumerate(faces, 1):
-        n = rem.total
-        before = rem.bits
-        if not rem.take(f):
-            continue
-        if ref.has_piles:
-            side = 0
-            if prev >= 0:
-                low = LOW[f]  # count-mask bit; face-set bit below
-                if narrow:
-                    same = ref.faces_of(piles)
-                    beside = ref.faces_of(_beside(piles)) & ~same
-                    side = 1 if same & low else 2 if beside & low else 0
-                    k = (before & (same | beside)).bit_count()
-                    if 0 < k < n:
-                        out.append((pos, f, side > 0, k / n))
-                else:
-                    side = 1 if ref.faces52_of(piles) & (1 << f) else 0
-            mine = ref.piles_of[f]
-            if side == 1:
-                piles = (mine & piles) or mine
-                narrow = True
-            elif side == 2:
-                piles = (mine & _beside(piles)) or mine
-                narrow = True
-            else:
-                piles, narrow = mine, False
-            prev = f
-            continue
-        if pos > 1 and last:
-            union = 0
-            for g in faces[max(0, pos - 1 - window):pos - 1]:
-                union |= ref.related[g]
-            k = (before & union).bit_count()
-            if 0 < k < n:
-                out.append((pos, f, bool(union & LOW[f]), k / n))
-        last.insert(0, f)
-    return out
-
-
-def _judge_packets(faces: Sequence[int], ref: Reference, decks: int, predictor: int
-                   ) -> list[tuple[int, int, bool, float]]:
-    """(position, face, predicted, chance) of every card of a shoe for the packet test:
-    ``predicted`` — the card lies where one of the two packets last followed goes next
-    (``packets.EXPLAINED``); ``chance`` — the chance of that under a fair shuffle."""
-    test = PacketTest(ref.piles_of, ref.pile_faces52, decks, predictor)
-    test.explain = True
-    out: list[tuple[int, int, bool, float]] = []
-    for pos, f in enumerate(faces, 1):
-        had = bool(test.streams)
-        if test.step(f) is not None and had:
-            out.append((pos, f, test.hit, test.chance))
-    return out
-
-
-def _judge_shelf(faces: Sequence[int], decks: int) -> list[tuple[int, int, bool, float]]:
-    """(position, face, followed, chance) of every card of a shoe for the shelf test:
-    ``followed`` — the shelf predictor gave the card's face more than its chance under a
-    fair shuffle (it went on a stream); ``chance`` — the chance under a fair shuffle that
-    the card is one the predictor so favoured."""
-    lq, nxt, k = shelf_tables()
-    counts = [decks] * FACES
-    n = decks * FACES
-    prev = -1
-    out: list[tuple[int, int, bool, float]] = []
-    for pos, f in enumerate(faces, 1):
-        c = counts[f]
-        if not c:
-            continue
-        if prev >= 0:
-            row = lq[k]
-            favoured = {g for g in range(FACES)
-                        if counts[g] and math.exp(row[(g - prev) % FACES]) * n > counts[g]}
-            out.append((pos, f, f in favoured, sum(counts[g] for g in favoured) / n))
-            k = nxt[k][(f - prev) % FACES]
-        counts[f] = c - 1
-        n -= 1
-        prev = f
-    return out
+        """The finding of a test that crossed its threshold at card ``pos`` (the rest of
+        the batch is not judged): its evidence replayed from this shoe's cards."""
+        del self._faces[pos:]
+        return finding_for(self._faces, ref, test, value, threshold, start, window, pos,
+                           self.decks, self.settings.packet_predictor,
+                           self.settings.false_alarm_one_in)
 
 
 __all__ = ["CONTINUATION", "NEW_DECK", "PACKET", "PREVIOUS_SHOE", "RUN", "SHELF", "Finding",
