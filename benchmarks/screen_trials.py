@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from controller.cards import Card, pack
 from controller.engine import TableEngine
+from controller.engine.core import screen_settings
 from controller.events import parse_event
 from controller.outputs import Note
 from controller.profiles import Profile
@@ -70,10 +71,7 @@ def shapes_for(profile: Profile, seed: int = 0, shoes: int = 6) -> list[Shape]:
 
 
 def settings_for(profile: Profile) -> ScreenSettings:
-    s = profile.shuffle_screen
-    return ScreenSettings(s.enabled, s.false_alarm_one_in, s.run_test, s.continuation_test,
-                          s.previous_shoe, s.shelf_test, s.hand_piles, s.packet_test,
-                          s.packet_predictor, s.hand_order)
+    return screen_settings(profile.shuffle_screen)  # as the engine builds them
 
 
 @dataclass

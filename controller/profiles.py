@@ -198,6 +198,13 @@ class ShuffleScreenRule(Section):
                "the sharper (docs/shuffle-screening.md, test 4); 1 in a profile recorded "
                "before the key "
                "existed, so that its log replays as it was decided"})
+    early_batch: int = field(default=16, metadata={
+        "optional": True, "min": 2, "max": 16,
+        "doc": "cards judged at a time within a shoe's first 40 cards (after its first 8): a "
+               "pack only cut or riffled once crosses its threshold within 10-20 cards and "
+               "is raised at most this many cards less one later; later in the shoe every 16 "
+               "(each judgement costs a few µs); 16 in a profile recorded before the key "
+               "existed, so that its log replays as it was decided"})
 
 
 @dataclass(frozen=True)

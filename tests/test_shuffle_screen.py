@@ -145,6 +145,50 @@ def test_an_unshuffled_cut_pack_is_caught_within_ten_cards_with_its_evidence() -
     assert "new-deck order" in finding.message() and "1 in 1,000,000" in finding.message()
 
 
+def test_a_shoes_first_cards_are_judged_in_short_batches() -> None:
+    # (docs/shuffle-screening.md, "Batches"): the first 8 cards, then every early_batch
+    # cards up to the 40th, then every 16 — on fair cards, where no test warms up
+    for early in (4, 16):
+        screen = _screen_after_check(early_batch=early)
+        screen.start_shoe(1)
+        cards = pack(8)
+        random.Random(3).shuffle(cards)
+        judged = []
+        for read, card in enumerate(cards[:120], 1):
+            assert screen.card(card) is None
+            if not screen.pending:
+                judged.append(read)
+        first = [8, *range(8 + early, 41, early)]
+        assert judged[:len(first)] == first
+        assert all(b - a == 16 for a, b in zip(judged[len(first) - 1:], judged[len(first):],
+                                                strict=False))
+
+
+def test_short_early_batches_raise_a_cut_pack_of_the_discards_sooner_deciding_the_same(
+        ) -> None:
+    # a pack only cut after the last shoe crosses within its first 10-20 cards: batches of
+    # 4 raise it within 3 cards of that, where 16 waited up to 15; the decision (the test,
+    # the card it crossed at, its value) is the same
+    name = "gr-banco-punto"
+    later = 0
+    for seed in range(12):
+        got = {}
+        for early in (4, 16):
+            settings = dataclasses.replace(settings_for(load_profile(name)), early_batch=early)
+            screen, pile, shape, rng = _after_a_fair_shoe(name, seed, settings)
+            # (the cut in the pile's first half: cards the last shoe read)
+            order = shuffles.cut(pile, rng, rng.randrange(len(pile) // 2))
+            finding = deal(screen, order, shape, 2).finding
+            assert finding is not None
+            got[early] = finding
+        assert dataclasses.replace(got[4], raised_at=0) == \
+            dataclasses.replace(got[16], raised_at=0)
+        if 8 < got[4].position <= 40:  # (after the shoe's first batch, within its first 40)
+            assert got[4].raised_at - got[4].position <= 3
+        later += got[16].raised_at > got[4].raised_at
+    assert later  # (and some were raised later by batches of 16)
+
+
 def test_evidence_holds_no_floats_for_the_audit_log() -> None:
     finding = _first(_screen_after_check(), pack(8))
     assert finding is not None
@@ -424,7 +468,7 @@ def test_a_profile_turns_the_shelf_test_on_and_an_older_header_leaves_it_off() -
     assert raw["shuffle_screen"]["shelf_test"] is False  # the header records it
     on = {**raw, "shuffle_screen": {**raw["shuffle_screen"], "shelf_test": True}}
     later = ("shelf_test", "hand_piles", "packet_test", "packet_predictor",
-             "hand_order")  # keys added after the first logs
+             "hand_order", "early_batch")  # keys added after the first logs
     older = {**raw, "shuffle_screen": {k: v for k, v in raw["shuffle_screen"].items()
                                        if k not in later}}
     assert TableEngine(profile_from_dict(on)).screen.settings.shelf_test is True
@@ -432,7 +476,9 @@ def test_a_profile_turns_the_shelf_test_on_and_an_older_header_leaves_it_off() -
     assert (old.shelf_test, old.hand_piles, old.packet_test) == (False, False, False)
     assert old.packet_predictor == 1  # (the predictor the packet test first had)
     assert old.hand_order == "pile"
+    assert old.early_batch == 16  # (every 16 cards after the first 8, as then)
     assert raw["shuffle_screen"]["packet_predictor"] == 2
+    assert raw["shuffle_screen"]["early_batch"] == 4
     assert old.tests == 3
 
 
@@ -637,7 +683,7 @@ def test_predictor_1_decides_as_the_first_packet_test_did(name: str, seed: int) 
     # a log whose header names no packet_predictor replays with predictor 1: it must decide
     # to the last bit as the code that wrote such logs did (and predictor 2 differs)
     one = dataclasses.replace(settings_for(load_profile(name)), packet_predictor=1,
-                              hand_order="pile")  # (as such a header has it)
+                              hand_order="pile", early_batch=16)  # (as such a header has it)
     found = []
     for settings in (one, settings_for(load_profile(name))):
         screen, pile, shape, rng = _after_a_fair_shoe(name, seed, settings)

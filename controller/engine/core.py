@@ -94,7 +94,7 @@ from controller.events import (
     WitnessCheckpoint,
 )
 from controller.outputs import Note, Output, Prompt, Transition
-from controller.profiles import Profile
+from controller.profiles import Profile, ShuffleScreenRule
 from controller.rounds import referee_for
 from controller.screening import Finding, ScreenSettings, ShuffleScreen
 
@@ -150,12 +150,7 @@ class TableEngine:
         self._episode: Slip | None = None
         sc = profile.shuffle_screen
         #: the shuffle screen (controller/screening): fed every card, round end and shoe
-        self.screen = ShuffleScreen(
-            ScreenSettings(sc.enabled, sc.false_alarm_one_in, sc.run_test,
-                           sc.continuation_test, sc.previous_shoe, sc.shelf_test,
-                           sc.hand_piles, sc.packet_test, sc.packet_predictor,
-                           sc.hand_order),
-            profile.decks.max)
+        self.screen = ShuffleScreen(screen_settings(sc), profile.decks.max)
         self._screen = self.screen if sc.enabled else None  # the card path asks this
         self._hand_piles = sc.enabled and sc.previous_shoe and sc.hand_piles
         self._shoe: Shoe
@@ -780,6 +775,18 @@ class TableEngine:
                                   "after the last shoe", step="table_close"))
         self._end_shoe()
         return CLOSED
+
+
+def screen_settings(rule: ShuffleScreenRule) -> ScreenSettings:
+    """The screen's settings from a profile's ``[shuffle_screen]`` (every key the header
+    records, so that a replay screens as the table did)."""
+    return ScreenSettings(
+        enabled=rule.enabled, false_alarm_one_in=rule.false_alarm_one_in,
+        run_test=rule.run_test, continuation_test=rule.continuation_test,
+        previous_shoe=rule.previous_shoe, shelf_test=rule.shelf_test,
+        hand_piles=rule.hand_piles, packet_test=rule.packet_test,
+        packet_predictor=rule.packet_predictor, hand_order=rule.hand_order,
+        early_batch=rule.early_batch)
 
 
 def _hands_of(ended: Sequence[Output]) -> list[tuple[int, object]] | None:

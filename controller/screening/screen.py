@@ -64,7 +64,14 @@ from controller.screening.sequential import (
 
 FIRST_BATCH = 8  # a shoe's first batch: an unshuffled pack is caught at its 8th card
 BATCH = 16  # then every 16 cards …
-WARM_BATCH = 2  # … or every 2 while a statistic is at least half way to its threshold
+WARM_BATCH = 2  # … or every 2 while a statistic is at least half way to its threshold …
+EARLY_CARDS = 40
+"""… or, within a shoe's first 40 cards, every ``early_batch`` cards (a profile's
+``[shuffle_screen] early_batch``): a pack only cut, or riffled once, crosses its threshold
+within its first 10–20 cards, and a batch of 16 raised it up to 15 cards later (a round or
+two of play), where a batch of 4 raises it within 3 (measured: a cut-only pack of the
+discards, 90 % / 99 % raised by card 24 / 24 → 14 / 20; docs/shuffle-screening.md). Each
+batch costs a few µs, so later in the shoe the batches are long again."""
 
 _LQ = math.log(RUN_Q)
 _L1Q = math.log(1 - RUN_Q)
@@ -100,6 +107,8 @@ class ScreenSettings:
     packet_predictor: int = 1
     #: with hand_piles, how the packet test holds each hand's cards (HAND_ORDERS)
     hand_order: str = "pile"
+    #: cards a batch holds within a shoe's first EARLY_CARDS cards (after the first batch)
+    early_batch: int = BATCH
 
     @property
     def tests(self) -> int:
@@ -262,7 +271,8 @@ class ShuffleScreen:
         """A card left the shoe (burns included). Returns a finding when a test fires.
 
         A card costs the engine an append: the cards are judged in batches — the first
-        :data:`FIRST_BATCH` cards of a shoe, then every :data:`BATCH` cards, or every
+        :data:`FIRST_BATCH` cards of a shoe, then every ``early_batch`` cards up to the
+        shoe's :data:`EARLY_CARDS`-th card and every :data:`BATCH` cards after it, or every
         :data:`WARM_BATCH` cards while a test's evidence is at least half way to its
         threshold (a fair shuffle seldom gets there; a bad one crosses a few cards later),
         and at the shoe's end. A finding names the card where its test crossed the
@@ -363,7 +373,8 @@ class ShuffleScreen:
         if finding is not None:
             self._alarmed = True
             return dataclasses.replace(finding, raised_at=read)
-        self.due = WARM_BATCH if self._warm() else BATCH
+        self.due = (WARM_BATCH if self._warm() else
+                    self.settings.early_batch if read < EARLY_CARDS else BATCH)
         return None
 
     def _warm(self) -> bool:
