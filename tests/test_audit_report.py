@@ -7,6 +7,7 @@ events), not taken from the code under test.
 from __future__ import annotations
 
 import datetime as dt
+import random
 import re
 import subprocess
 from html.parser import HTMLParser
@@ -18,9 +19,11 @@ from test_audit_helpers import feed_log
 from controller.audit import AuditLog
 from controller.audit.report import build_report, render_round, render_text
 from controller.audit.report.html import render_html
-from controller.cards import baccarat_value
+from controller.audit.report.model import run_text
+from controller.cards import baccarat_value, pack
 from controller.cli import main
 from controller.profiles import load_profile
+from simulators import shuffles
 from simulators.dealer import DayPlan, Step, table_day
 from tests.browser import FLAGS, chromium
 
@@ -426,3 +429,27 @@ def test_an_early_round_end_is_one_deviation_and_its_consequences_are_listed(
     assert listed and all("not counted again" in line for line in listed)
     dealt = sum(1 for s in steps if s.event["type"] == "card")
     assert _cards_in_rounds_entries(full) + _burned(full) == dealt
+
+
+def test_a_shuffle_suspect_lists_its_run_of_cards(tmp_path: Path) -> None:
+    # the first round of a stud day dealt from a deck only cut (JC QC KC AS 2S …): the
+    # report shows, under the deviation, each card of the run that gave the order away —
+    # what an auditor holds against the footage (the message only counts them)
+    steps = table_day(load_profile("gr-stud-poker"), 2, DayPlan(shoes=1, table="ST-1",
+                                                               start=START))
+    order = iter(str(c) for c in shuffles.cut(pack(1), random.Random(0), 49))
+    steps = [Step(s.phase, {**s.event, "card": next(order)}, s.shoe, s.round)
+             if s.round == 1 and s.event["type"] == "card" else s for s in steps]
+    path = _write(tmp_path, "gr-stud-poker", steps)
+    report = build_report([path])
+    lines = render_text(report).splitlines()
+    at = next(i for i, line in enumerate(lines) if "! SHUFFLE_SUSPECT" in line)
+    assert lines[at + 1].split(": ", 1)[1].startswith("1:JC 2:QC✓ 3:KC✓ 4:AS✓ 5:2S✓")
+    (dev,) = [d for d in report.days[0].deviations if d.code == "SHUFFLE_SUSPECT"]
+    run = run_text(dev.evidence)
+    assert run is not None and run in render_round(report, 1)
+    assert run in render_html(report)
+    # a run the report cannot read (a record from a log) is left out, not a traceback
+    for bad in ({}, {"run": []}, {"run": "JC"}, {"run": [{"position": "1", "card": "JC"}]},
+                {"run": [{"position": 1, "card": None}]}, {"run": [None]}):
+        assert run_text(bad) is None

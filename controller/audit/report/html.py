@@ -11,7 +11,15 @@ from __future__ import annotations
 import html
 import os
 
-from controller.audit.report.model import SEVERITIES, DayReport, Report, RoundInfo, clock
+from controller.audit.report.model import (
+    SEVERITIES,
+    DayReport,
+    DevRow,
+    Report,
+    RoundInfo,
+    clock,
+    run_text,
+)
 from controller.audit.report.rounds import round_lines
 from controller.audit.report.text import day_summary, entry_text
 from controller.events import parse_time
@@ -184,12 +192,17 @@ def _deviation_table(day: DayReport) -> str:
             f'<td class="num">{_e(d.seq)}</td><td class="num">{_e(d.shoe)}</td>'
             f'<td class="num">{_e(d.round)}</td><td>{_e(d.code)}</td>'
             f'<td class="{_e(d.severity)}" data-sort="{order.get(d.severity, 9)}">'
-            f'{_e(d.severity)}</td><td>{_e(d.message)}</td><td>{_e(d.rule)}</td>'
+            f'{_e(d.severity)}</td><td>{_e(d.message)}{_run_cell(d)}</td><td>{_e(d.rule)}</td>'
             f'<td>{_e(d.source)}</td></tr>')
     head = "".join(f"<th>{h}</th>" for h in ("time", "seq", "shoe", "round", "code", "severity",
                                              "message", "rule", "decided by"))
     return (f'<table class="sortable deviations"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
+
+
+def _run_cell(d: DevRow) -> str:
+    run = run_text(d.evidence)
+    return f'<br><small class="run">{_e(run)}</small>' if run else ""
 
 
 def _timeline(day: DayReport) -> str:
@@ -200,7 +213,9 @@ def _timeline(day: DayReport) -> str:
             return
         rows = "".join(
             f'<tr><td>{_e(clock(e.time))}</td><td class="num">{_e(e.seq)}</td>'
-            f'<td class="{_e(e.severity or "")}">{_e(entry_text(e))}</td></tr>'
+            f'<td class="{_e(e.severity or "")}">{_e(entry_text(e))}'
+            + (f'<br><small class="run">{_e(e.note)}</small>' if e.note else "")
+            + '</td></tr>'
             for e in entries)
         out.append(f"<h4>{_e(title)}</h4><table class=\"timeline\"><thead><tr><th>time</th>"
                    f"<th>seq</th><th>what</th></tr></thead><tbody>{rows}</tbody></table>")

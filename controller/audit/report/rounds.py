@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.audit.report.model import DayReport, Report, RoundInfo, clock, list_at
+from controller.audit.report.model import DayReport, Report, RoundInfo, clock, list_at, run_text
 
 
 def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
@@ -51,6 +51,9 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
         out.append("  deviations in this round:")
         for d in r.deviations:
             out.append(f"    seq {d.seq}: {d.code} [{d.severity}] {d.message}")
+            run = run_text(d.evidence)
+            if run:
+                out.append(f"      {run}")
     return out
 
 

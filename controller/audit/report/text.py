@@ -79,6 +79,8 @@ def timeline_lines(day: DayReport) -> list[str]:
         out.append(f"    {name}")
         for e in entries:
             out.append(f"      {clock(e.time)}  {entry_text(e)}")
+            if e.note:
+                out.append(f"      {'':20}    {e.note}")
 
     section("opening", day.opening)
     for n, s in sorted(day.shoes.items()):

@@ -23,6 +23,7 @@ from controller.audit.report.model import (
     ShoeInfo,
     date_of,
     dict_at,
+    run_text,
     time_of,
 )
 
@@ -268,7 +269,7 @@ class DayBuilder:
                               "return_discards"):
                 self.round.deviations.append(row)
             timeline.append(Entry(self.time, rec.seq, row.code, row.message,
-                                  severity=row.severity))
+                                  severity=row.severity, note=run_text(row.evidence)))
         elif otype == "note":
             self._note(day, timeline, rec, out)
         elif otype == "transition" and out.get("to") == "shoe_complete":
