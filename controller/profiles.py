@@ -205,6 +205,14 @@ class ShuffleScreenRule(Section):
                "is raised at most this many cards less one later; later in the shoe every 16 "
                "(each judgement costs a few µs); 16 in a profile recorded before the key "
                "existed, so that its log replays as it was decided"})
+    packet_stop: int = field(default=0, metadata={
+        "optional": True, "min": 0, "max": 100,
+        "doc": "the packet test's futility bound, in nats: once every one of its predictors "
+               "has fallen this far below even, the test follows that shoe no further (a "
+               "riffled pack never fell below 4.3 in the runs measured; a well-shuffled one "
+               "falls below 8 by about its 120th card); a stopped test cannot raise a false "
+               "alarm, so the false-alarm bound holds. 0: it follows the whole shoe, as in a "
+               "profile recorded before the key existed"})
 
 
 @dataclass(frozen=True)

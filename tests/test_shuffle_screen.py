@@ -468,7 +468,7 @@ def test_a_profile_turns_the_shelf_test_on_and_an_older_header_leaves_it_off() -
     assert raw["shuffle_screen"]["shelf_test"] is False  # the header records it
     on = {**raw, "shuffle_screen": {**raw["shuffle_screen"], "shelf_test": True}}
     later = ("shelf_test", "hand_piles", "packet_test", "packet_predictor",
-             "hand_order", "early_batch")  # keys added after the first logs
+             "hand_order", "early_batch", "packet_stop")  # keys added after the first logs
     older = {**raw, "shuffle_screen": {k: v for k, v in raw["shuffle_screen"].items()
                                        if k not in later}}
     assert TableEngine(profile_from_dict(on)).screen.settings.shelf_test is True
@@ -477,6 +477,7 @@ def test_a_profile_turns_the_shelf_test_on_and_an_older_header_leaves_it_off() -
     assert old.packet_predictor == 1  # (the predictor the packet test first had)
     assert old.hand_order == "pile"
     assert old.early_batch == 16  # (every 16 cards after the first 8, as then)
+    assert old.packet_stop == 0  # (the packet test followed every shoe to its end)
     assert raw["shuffle_screen"]["packet_predictor"] == 2
     assert raw["shuffle_screen"]["early_batch"] == 4
     assert old.tests == 3
@@ -683,7 +684,8 @@ def test_predictor_1_decides_as_the_first_packet_test_did(name: str, seed: int) 
     # a log whose header names no packet_predictor replays with predictor 1: it must decide
     # to the last bit as the code that wrote such logs did (and predictor 2 differs)
     one = dataclasses.replace(settings_for(load_profile(name)), packet_predictor=1,
-                              hand_order="pile", early_batch=16)  # (as such a header has it)
+                              hand_order="pile", early_batch=16,
+                              packet_stop=0)  # (as such a header has it)
     found = []
     for settings in (one, settings_for(load_profile(name))):
         screen, pile, shape, rng = _after_a_fair_shoe(name, seed, settings)
@@ -714,3 +716,52 @@ def test_the_packet_test_catches_a_riffle_of_the_discards_and_says_so() -> None:
     screen, pile, shape, rng = _after_a_fair_shoe("gr-blackjack", 8, off)
     assert deal(screen, shuffles.cut(shuffles.riffle(pile, rng, 1), rng), shape,
                 2).finding is None
+
+
+def test_a_packet_test_gone_futile_follows_the_shoe_no_further() -> None:
+    # the futility bound (packet_stop): once every predictor's ln product is at or below
+    # -stop the test takes no more cards — on fair shoes it stops within the shoe (the
+    # cost it saves), it stops nowhere above the bound, and afterwards it neither moves
+    # nor finds anything
+    from controller.screening.packets import PacketTest
+
+    stopped_at = []
+    for seed in range(6):
+        rng = random.Random(seed)
+        decks = 8
+        piles_of, pile_faces = _random_reference(rng, decks)
+        test = PacketTest(piles_of, pile_faces, decks, 2, stop=12)
+        free = PacketTest(piles_of, pile_faces, decks, 2)  # the same test, never stopped
+        order = pack(decks)
+        rng.shuffle(order)
+        faces = [c.deck_index for c in order]
+        for at, f in enumerate(faces, 1):
+            was = test.stopped
+            before = list(test.logs)
+            assert test.run((f,), math.inf) is None
+            free.run((f,), math.inf)
+            if was:
+                assert test.logs == before  # (a stopped test takes no more cards)
+            else:
+                assert test.logs == free.logs  # (until it stops, the same test)
+                if test.stopped:
+                    assert max(test.logs) <= -12 and max(before) > -12
+                    stopped_at.append(at)
+        assert test.run(faces, -math.inf) is None  # whatever the threshold
+    assert len(stopped_at) == 6 and max(stopped_at) < 416
+
+
+def test_the_futility_bound_changes_no_finding_of_a_riffled_pack() -> None:
+    # a riffled pack of the discards stays well above the bound until it is found: the same
+    # finding with the profile's packet_stop as without it; an older header has none
+    for name, riffles, seed in (("gr-banco-punto", 2, 1), ("live-baccarat", 2, 3),
+                                ("ru-blackjack", 2, 5), ("gr-blackjack", 3, 2)):
+        settings = settings_for(load_profile(name))
+        assert settings.packet_stop == 12
+        got = []
+        for stop in (settings.packet_stop, 0):
+            screen, pile, shape, rng = _after_a_fair_shoe(
+                name, seed, dataclasses.replace(settings, packet_stop=stop))
+            order = shuffles.cut(shuffles.riffle(pile, rng, riffles), rng)
+            got.append(deal(screen, order, shape, 2).finding)
+        assert got[0] is not None and got[0] == got[1], name

@@ -786,7 +786,7 @@ def screen_settings(rule: ShuffleScreenRule) -> ScreenSettings:
         previous_shoe=rule.previous_shoe, shelf_test=rule.shelf_test,
         hand_piles=rule.hand_piles, packet_test=rule.packet_test,
         packet_predictor=rule.packet_predictor, hand_order=rule.hand_order,
-        early_batch=rule.early_batch)
+        early_batch=rule.early_batch, packet_stop=rule.packet_stop)
 
 
 def _hands_of(ended: Sequence[Output]) -> list[tuple[int, object]] | None:

@@ -91,8 +91,12 @@ class PacketTest:
     ``predictor``: which of :data:`PREDICTORS`."""
 
     def __init__(self, piles_of: Sequence[int], pile_faces: Sequence[int], decks: int,
-                 predictor: int = 1) -> None:
+                 predictor: int = 1, stop: float | None = None) -> None:
         self.own, self.elsewhere = PREDICTORS[predictor]
+        #: the futility bound (:meth:`run`): the test stops for the shoe once every
+        #: predictor's ``ln`` product is at or below ``-stop`` (None: it never stops)
+        self._floor = -math.inf if stop is None else -stop
+        self.stopped = False
         # per share e: 1 − e, and ln e (a card no stream predicted)
         self._f = tuple(1 - e for e in self.elsewhere)
         self._l = tuple(math.log(e) for e in self.elsewhere)
@@ -154,10 +158,16 @@ class PacketTest:
         The statistic is at most the largest of the predictors' ``logs`` (and at least
         that less ``ln 3``), so the mixture is only worked out when that reaches the
         threshold. Everything a card needs is in local variables (a Python step per card
-        is the test's whole cost: docs/shuffle-screening.md, "Cost")."""
+        is the test's whole cost: docs/shuffle-screening.md, "Cost").
+
+        A test that has stopped (every predictor at or below the futility bound) takes
+        no more cards: None."""
+        if self.stopped:
+            return None
         counts = self.counts
         n = self.n
         left = self._left
+        floor = self._floor
         streams = self.streams
         logs = self.logs
         piles_of = self._piles_of
@@ -279,6 +289,9 @@ class PacketTest:
                 if self.value >= threshold:
                     crossed = at
                     break
+            elif l2 <= floor and l1 <= floor and l0 <= floor:
+                self.stopped = True  # futile: the rest of the shoe is not followed
+                break
         self.logs = [l0, l1, l2]
         self.n = n
         self._left = left

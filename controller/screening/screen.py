@@ -109,6 +109,8 @@ class ScreenSettings:
     hand_order: str = "pile"
     #: cards a batch holds within a shoe's first EARLY_CARDS cards (after the first batch)
     early_batch: int = BATCH
+    #: the packet test's futility bound in nats (0: it follows the whole shoe)
+    packet_stop: int = 0
 
     @property
     def tests(self) -> int:
@@ -242,7 +244,8 @@ class ShuffleScreen:
             self._packet_refs = [self._previous if o == "pile" else self._ordered[o]
                                  for o in orders]
             self._packets = [PacketTest(r.piles_of, r.pile_faces52, self.decks,
-                                        s.packet_predictor) for r in self._packet_refs]
+                                        s.packet_predictor, s.packet_stop or None)
+                             for r in self._packet_refs]
             self._packet_extra = math.log(len(orders))
         if self._always_exact:
             self._begin_exact()
