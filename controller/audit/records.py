@@ -10,7 +10,6 @@ that is not a JSON object raises :class:`LogReadError` with file and line.
 from __future__ import annotations
 
 import itertools
-import operator
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
@@ -106,6 +105,9 @@ class LogReader:
 
 _new_record = tuple.__new__
 
+#: every byte but ``[``, ``{`` and the newline (deleted by :func:`_whole_run`)
+_NOT_OPENING = bytes(range(256)).translate(None, b"[{\n")
+
 #: what :class:`LogReader` reads at a time (about 128 records of a card log)
 READ_BYTES = 48 << 10
 
@@ -117,11 +119,13 @@ def _whole_run(lines: list[bytes]) -> list[dict[str, Any]] | None:
     brackets — so that the caller reads that run line by line and names the bad one."""
     if not lines[-1].endswith(b"\n"):
         return None
-    if max(map(operator.add, map(bytes.count, lines, itertools.repeat(b"[")),
-               map(bytes.count, lines, itertools.repeat(b"{")))) > jsontext.MAX_DEPTH:
+    joined = b",".join(lines)
+    # each line's opening brackets: the run with all but them and the newlines deleted,
+    # cut at the newlines (one C pass, where two counts a line took twice as long)
+    if max(map(len, joined.translate(None, _NOT_OPENING).split(b"\n"))) > jsontext.MAX_DEPTH:
         return None  # might nest too deep: jsontext.loads decides, line by line
     try:
-        records = orjson.loads(b"[" + b",".join(lines) + b"]")
+        records = orjson.loads(b"[" + joined + b"]")
     except orjson.JSONDecodeError:
         return None
     if len(records) != len(lines) or set(map(type, records)) != {dict}:

@@ -218,8 +218,15 @@ _OUTPUT = operator.itemgetter(1)  # a logged (record, output) pair's output
 
 
 def _logged_key(record: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
-    """A record's (or the engine's) context as one tuple: table, shoe, round, state."""
-    return record.get("table"), record.get("shoe"), record.get("round"), record.get("state")
+    """A record's (or the engine's) context as one tuple: table, shoe, round, state (None
+    for a key it lacks). Every record and the engine's context hold all four: one C call."""
+    try:
+        return _CONTEXT_KEY(record)
+    except KeyError:
+        return record.get("table"), record.get("shoe"), record.get("round"), record.get("state")
+
+
+_CONTEXT_KEY = operator.itemgetter("table", "shoe", "round", "state")
 
 
 def _key(value: Any) -> str:
