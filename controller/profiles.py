@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
 from controller.configfile import ConfigFileError, check_stem, find_named, names_in, read_toml
+from controller.screening.reference import HandOrder
 from controller.validation import Invalid, allowed_text, checker, choices
 
 Game = Literal["blackjack", "baccarat", "chemin-de-fer", "baccarat-two-tableaux", "stud-poker"]
 CardSource = Literal["shoe", "shuffler", "hand"]
 DayCount = Literal["elapsed", "calendar"]
-HandOrder = Literal["pile", "dealt", "reversed", "either", "all"]
 CutCardMode = Literal["none", "exact", "approximate"]
 CutCardFirst = Literal["round-is-last", "no-round"]
 BurnMode = Literal["none", "five", "by-value"]

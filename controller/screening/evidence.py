@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from controller.screening.faces import FACES, LOW, Remaining, face_card
@@ -20,14 +21,25 @@ from controller.screening.packets import PacketTest
 from controller.screening.reference import Reference, piles_beside
 from controller.screening.sequential import shelf_tables
 
-RUN, CONTINUATION, SHELF, PACKET = "run", "continuation", "shelf", "packet"
+
+class ScreenTest(StrEnum):
+    """The screen's tests (docs/shuffle-screening.md, "The tests"), as a finding's ``test``
+    and its evidence name them."""
+
+    RUN = "run"
+    CONTINUATION = "continuation"
+    SHELF = "shelf"
+    PACKET = "packet"
+
+
+RUN, CONTINUATION, SHELF, PACKET = ScreenTest
 EVIDENCE_CARDS = 60  # the most cards a finding lists
 
 @dataclass(frozen=True)
 class Finding:
     """A test crossed its threshold: everything a pit boss and an auditor need."""
 
-    test: str
+    test: ScreenTest
     reference: str
     reference_order: str
     value: float
@@ -70,7 +82,7 @@ class Finding:
         }
 
 
-def finding_for(faces: Sequence[int], ref: Reference, test: str, value: float,
+def finding_for(faces: Sequence[int], ref: Reference, test: ScreenTest, value: float,
                 threshold: float, start: int, window: int, pos: int, decks: int,
                 predictor: int, false_alarm_one_in: int) -> Finding:
     """The finding of ``test``, which crossed ``threshold`` with ``value`` at card ``pos``
@@ -91,7 +103,7 @@ def finding_for(faces: Sequence[int], ref: Reference, test: str, value: float,
     )
 
 
-def evidence_rows(faces: Sequence[int], ref: Reference, window: int, decks: int, test: str,
+def evidence_rows(faces: Sequence[int], ref: Reference, window: int, decks: int, test: ScreenTest,
            predictor: int = 1) -> list[tuple[int, int, bool, float]]:
     """(position, face, continued, chance) of every card of a shoe, against ``ref``: for
     new-deck order from the last ``window`` cards; for piles from the piles the run so far
@@ -187,5 +199,5 @@ def _judge_shelf(faces: Sequence[int], decks: int) -> list[tuple[int, int, bool,
     return out
 
 
-__all__ = ["CONTINUATION", "EVIDENCE_CARDS", "PACKET", "RUN", "SHELF", "Finding",
+__all__ = ["CONTINUATION", "EVIDENCE_CARDS", "PACKET", "RUN", "SHELF", "Finding", "ScreenTest",
            "evidence_rows", "finding_for"]

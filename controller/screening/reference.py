@@ -34,6 +34,7 @@ import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
+from typing import Literal
 
 from controller.screening.faces import FACES, FIELD, face_card, mask_of
 
@@ -128,7 +129,10 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int,
     return Reference(PREVIOUS_SHOE, description, (), details, tuple(piles_of), kept)
 
 
-HAND_ORDERS: dict[str, tuple[str, ...]] = {
+HandOrder = Literal["pile", "dealt", "reversed", "either", "all"]
+"""A profile's ``[shuffle_screen] hand_order``: one of :data:`HAND_ORDERS`' keys."""
+
+HAND_ORDERS: dict[HandOrder, tuple[str, ...]] = {
     "pile": ("pile",), "dealt": ("dealt",), "reversed": ("reversed",),
     "either": ("dealt", "reversed"), "all": ("pile", "dealt", "reversed"),
 }

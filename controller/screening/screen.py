@@ -39,6 +39,7 @@ from controller.screening.evidence import (
     RUN,
     SHELF,
     Finding,
+    ScreenTest,
     finding_for,
 )
 from controller.screening.faces import FACES
@@ -47,6 +48,7 @@ from controller.screening.reference import (
     HAND_ORDERS,
     NEW_DECK,
     PREVIOUS_SHOE,
+    HandOrder,
     Reference,
     new_deck_reference,
     ordered_reference,
@@ -106,7 +108,7 @@ class ScreenSettings:
     #: its predictor (controller.screening.packets.PREDICTORS)
     packet_predictor: int = 1
     #: with hand_piles, how the packet test holds each hand's cards (HAND_ORDERS)
-    hand_order: str = "pile"
+    hand_order: HandOrder = "pile"
     #: cards a batch holds within a shoe's first EARLY_CARDS cards (after the first batch)
     early_batch: int = BATCH
     #: the packet test's futility bound in nats (0: it follows the whole shoe)
@@ -605,7 +607,7 @@ class ShuffleScreen:
                 first = (base + 1 + at, packets.value, i)
         return first
 
-    def _crossed(self, ref: Reference, test: str, value: float, threshold: float,
+    def _crossed(self, ref: Reference, test: ScreenTest, value: float, threshold: float,
                  start: int, window: int, pos: int) -> Finding | None:
         """A test of the batch path crossed its threshold at card ``pos``: the finding,
         unless a card the pack does not hold came before it (then the shoe is judged
@@ -808,7 +810,7 @@ class ShuffleScreen:
 
     # ------------------------------------------------------------------ evidence
 
-    def _finding(self, ref: Reference, test: str, value: float, threshold: float,
+    def _finding(self, ref: Reference, test: ScreenTest, value: float, threshold: float,
                  start: int, window: int, pos: int) -> Finding:
         """The finding of a test that crossed its threshold at card ``pos`` (the rest of
         the batch is not judged): its evidence replayed from this shoe's cards."""
