@@ -27,6 +27,11 @@ of ``q(f) · n / c_f`` is a supermartingale and Ville's inequality bounds it fro
 shoe's first card: threshold ``ln(1/α_i)``. Everything is fixed before the card is read;
 the streams are then fed with it (the stream that predicted it most sharply takes it,
 or it starts a new one in place of the stalest).
+
+A test whose three products have all fallen to ``e^-stop`` (the profile's
+``packet_stop``) follows that shoe no further: Wald's second boundary. A stopped test
+cannot reach the threshold, so the false-alarm bound holds; a riffled pack's statistic
+was never seen that low before it was found (docs/shuffle-screening.md, test 4).
 """
 
 from __future__ import annotations
