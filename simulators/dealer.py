@@ -16,6 +16,7 @@ without one gets plausible card counts only.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 from collections.abc import Iterator
@@ -35,6 +36,11 @@ class Step:
     event: dict[str, Any]
     shoe: int = 0
     round: int = 0
+    #: on a ``round_end`` step, where the game knows them: the hand each card of the round
+    #: lies in as the round ends, in the order dealt (0, 1, … in the order the hands were
+    #: first dealt to) — how the dealer collects them (``shuffles.collected``); not part
+    #: of the event, which the table never sees
+    hands: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -178,7 +184,9 @@ class TableDay:
             yield self._step("cut_card", {"type": "cut_card"})
         else:
             yield from dealer.deal()
-        yield self._step("round_end", {"type": "round_end"})
+        end = self._step("round_end", {"type": "round_end"})
+        hands = dealer.hands()
+        yield dataclasses.replace(end, hands=tuple(hands)) if hands is not None else end
 
     def _shoe_rounds(self) -> Iterator[Step]:
         p = self.profile

@@ -151,9 +151,10 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
               "order it was loaded", point="shuffle"),
     FaultKind("riffle", CONTENT, ("shuffler",),
               "the shuffle is only `times` Gilbert–Shannon–Reeds riffles of the pack as loaded "
-              "(simulators/shuffles.py), or with `of = \"last\"` of the pack this shuffler "
-              "gave out last time (the last shoe's discards, round after round, then the "
-              "cards never dealt)",
+              "(simulators/shuffles.py), or with `of = \"last\"` of the last shoe's "
+              "discards as the dealer brought them (round after round, each round's hands "
+              "from right to left, each whole in the order dealt, then the cards never "
+              "dealt; the pack it last gave out, where none were brought)",
               {"times": Param(int, 1, 1, 20, "riffles"),
                "of": Param(Literal["loaded", "last"], "loaded", doc="which order is riffled")},
               point="shuffle"),

@@ -74,6 +74,8 @@ class Shuffler(Device):
         super().__init__(*args, **kwargs)
         self.stack: list[str] = []
         self.last_out: list[str] = []  # the pack as it was last taken out (a slug's source)
+        #: the last shoe's discards as the dealer collected and brought them (a riffle's)
+        self.discards: list[str] = []
         self.state = ShufflerState.EMPTY
         self.door_open = False
         self.faulted: set[str] = set()
@@ -85,6 +87,13 @@ class Shuffler(Device):
         self.stack.extend(cards)
         self.state = ShufflerState.LOADED
         self._emit(Kind.LOADED, {"count": len(self.stack)})
+
+    def take_discards(self, cards: Iterable[str]) -> None:
+        """The dealer brings the last shoe's discards and stub, as collected (hand by hand,
+        round by round, then the cards never dealt): what a riffle of the last pack
+        (``riffle`` with ``of = "last"``) riffles. No message: the pack is loaded as
+        before."""
+        self.discards = list(cards)
 
     def shuffle(self, rng: Any = None) -> list[str]:
         """Shuffle what it holds with ``rng`` (default: the device's own); SHUFFLE_STARTED,
@@ -111,7 +120,8 @@ class Shuffler(Device):
 
     def _weak(self, f: Fault) -> list[str]:
         if f.kind == "riffle":
-            order = self.last_out if f["of"] == "last" and self.last_out else self.stack
+            last = self.discards or self.last_out
+            order = last if f["of"] == "last" and last else self.stack
             return shuffles.riffle(order, self.rng, f["times"])
         if f.kind == "shelf":
             return shuffles.shelf_pass(self.stack, self.rng, f["shelves"])

@@ -32,6 +32,11 @@ class RoundDealer(ABC):
     def deal(self) -> Iterator[Step]:
         """The round's cards (through ``self.day.draw``) and the dealer's action records."""
 
+    def hands(self) -> list[int] | None:
+        """After :meth:`deal`: the hand each card it dealt lies in (``Step.hands``), or
+        None where the game does not tell its hands apart."""
+        return None
+
 
 class SimpleRounds(RoundDealer):
     """Deals 4–6 cards a round (no game rules): the fallback for games without a dealer."""

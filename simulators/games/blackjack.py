@@ -48,6 +48,13 @@ class BlackjackRounds(RoundDealer):
             raise _ShoeEmpty
         yield from self._draw("deal" if hand is not None or self.initial else "dealer_draw")
         (self.dealer if hand is None else hand.cards).append(self.card)
+        self._held.append(self._dealer_hand if hand is None else hand)
+
+    def hands(self) -> list[int] | None:
+        """Each card's hand as the round ends (a split moves a card to the new hand),
+        numbered in the order the hands were first dealt to."""
+        number: dict[int, int] = {}
+        return [number.setdefault(id(h), len(number)) for h in self._held]
 
     def _act(self, action: str) -> Step:
         return self.day.step("action", {"type": "action", "action": action})
@@ -65,6 +72,8 @@ class BlackjackRounds(RoundDealer):
         assert rules is not None
         self.rules = rules
         self.dealer: list[Card] = []
+        self._dealer_hand = _SimHand(0)
+        self._held: list[_SimHand] = []  # per card dealt, the hand holding it
         self.initial = True
         hands = [_SimHand(b) for b in self.boxes]
         self.splits = dict.fromkeys(self.boxes, 0)
@@ -135,6 +144,8 @@ class BlackjackRounds(RoundDealer):
         self.ace_splits[h.box] += aces
         new = _SimHand(h.box, [h.cards.pop()], split=True, aces=aces)
         h.split, h.aces = True, aces
+        moved = max(i for i, held in enumerate(self._held) if held is h)
+        self._held[moved] = new  # (the hand's second card starts the new hand)
         hands.insert(i + 1, new)
         if self.rules.split_second_cards == "both-first":
             yield from self._give(h)

@@ -16,6 +16,7 @@ from typing import Any
 from controller.cards import pack
 from controller.profiles import Profile
 from drivers.protocol import Identity
+from simulators import shuffles
 from simulators.dealer import Step
 from simulators.devices import (
     BatchShuffler,
@@ -89,6 +90,10 @@ class TablePlayer:
         self._segment_of: list[int] = []
         self._segment_cards: dict[int, list[str]] = {}
         self._index: dict[int, int] = {}  # card step -> its position in its segment
+        #: the shoe's cards as drawn since the last shuffle, by round, each with its hand
+        #: where the game tells them (-1: none): the discards the dealer collects
+        self._rounds: list[tuple[list[str], list[int]]] = []
+        self._round: list[str] = []
         bounds = {"shuffle", "discards_returned"} if self.continuous else {"shuffle",
                                                                             "shoe_loaded"}
         seg = -1
@@ -199,6 +204,8 @@ class TablePlayer:
                     sh.load(self.pack)  # type: ignore[attr-defined]
                 sh.shuffle(ScriptedOrder(self._complete(self._cards_from(i))))  # type: ignore
             else:
+                if "shoe" in d:  # the discards and the stub, as collected, go in first
+                    sh.take_discards(self._collected(d["shoe"]))  # type: ignore[attr-defined]
                 cards, offset = self._next_shoe(i)
                 n = len(self.pack)
                 post = self._complete(cards)
@@ -229,11 +236,21 @@ class TablePlayer:
                         shoe.load(self._complete(self._cards_from(i)))  # type: ignore
                 got = shoe.draw()  # type: ignore[attr-defined]
                 name = "shoe"
+                if got is not None:
+                    self._round.append(got)
             if got is not None:
                 self.dealt[name].append(got)
             if got != want:
                 self.mismatches.append((i, want, got))
             return name
+        if kind == "round_end" and self._round:
+            labels = list(step.hands or ())
+            if len(labels) > len(self._round):  # (a card lost on the way: one pile)
+                labels = []
+            self._rounds.append((self._round,
+                                 [-1] * (len(self._round) - len(labels)) + labels))
+            self._round = []
+            return None
         if kind == "cut_card" and "shoe" in d:
             d["shoe"].cut_card_out()  # type: ignore[attr-defined]
             return "shoe"
@@ -242,6 +259,16 @@ class TablePlayer:
                 rng=ScriptedOrder(self._complete(self._cards_from(i))))
             return "shuffler"
         return None
+
+    def _collected(self, shoe: Device) -> list[str]:
+        """The last shoe's discards as the dealer collects them (002 §2 3.6, §3 3.6:
+        :func:`simulators.shuffles.collected`, each hand whole in the order dealt), then the
+        cards the shoe still holds; forgotten once taken."""
+        rounds = self._rounds + ([(self._round, [-1] * len(self._round))] if self._round
+                                 else [])
+        self._rounds, self._round = [], []
+        return shuffles.collected([r for r, _ in rounds], [h for _, h in rounds],
+                                  list(shoe.stack))  # type: ignore[attr-defined]
 
     def _next_shoe(self, i: int) -> tuple[list[str], int]:
         """The cards dealt between shuffle step ``i`` and the next shuffle, and the offset
