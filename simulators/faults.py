@@ -164,8 +164,9 @@ FAULT_KINDS: dict[str, FaultKind] = {k.name: k for k in (
               {"shelves": Param(int, 10, 2, 100, "shelves")}, point="shuffle"),
     FaultKind("slug", CONTENT, ("shuffler",),
               "a false shuffle: a fair shuffle, except that `cards` consecutive cards of the "
-              "pack this shuffler gave out last time (from card `start`, 1-based) stay "
-              "together, in order, from card `at` of the new pack",
+              "last shoe's discards as the dealer brought them (as for `riffle` with `of = "
+              "\"last\"`; from card `start`, 1-based) stay together, in order, from card "
+              "`at` of the new pack",
               {"cards": Param(int, 40, 1, 416, "cards in the slug"),
                "start": Param(int, 1, 1, 416, "the slug's first card in the last pack"),
                "at": Param(int, 1, 1, 416, "where the slug goes in the new pack")},

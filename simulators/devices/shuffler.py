@@ -73,7 +73,7 @@ class Shuffler(Device):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stack: list[str] = []
-        self.last_out: list[str] = []  # the pack as it was last taken out (a slug's source)
+        self.last_out: list[str] = []  # the pack as it was last taken out
         #: the last shoe's discards as the dealer collected and brought them (a riffle's)
         self.discards: list[str] = []
         self.state = ShufflerState.EMPTY
@@ -100,8 +100,9 @@ class Shuffler(Device):
         SHUFFLE_DONE. Returns the new order. A shuffle fault changes what the shuffle does:
         ``unshuffled`` leaves the pack as loaded, ``riffle`` and ``shelf`` apply those weak
         shuffles to it (with the device's own random source), ``slug`` shuffles and then
-        puts a run of the last pack given out back together (simulators/shuffles.py; each
-        slug card swapped into place, so the rest of the pack stays where it was)."""
+        puts a run of the last shoe's discards (as brought: :meth:`take_discards`) back
+        together (simulators/shuffles.py; each slug card swapped into place, so the rest
+        of the pack stays where it was)."""
         wire, content = self._at_point(self._point("shuffle"))
         self._emit(Kind.SHUFFLE_STARTED)
         model: Fault | None = None
@@ -126,7 +127,8 @@ class Shuffler(Device):
         if f.kind == "shelf":
             return shuffles.shelf_pass(self.stack, self.rng, f["shelves"])
         if f.kind == "slug":
-            slug = self.last_out[f["start"] - 1:f["start"] - 1 + f["cards"]]
+            last = self.discards or self.last_out
+            slug = last[f["start"] - 1:f["start"] - 1 + f["cards"]]
             return shuffles.place_slug(self.stack, slug, f["at"] - 1)
         return self.stack  # unshuffled
 
