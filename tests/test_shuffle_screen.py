@@ -765,3 +765,23 @@ def test_the_futility_bound_changes_no_finding_of_a_riffled_pack() -> None:
             order = shuffles.cut(shuffles.riffle(pile, rng, riffles), rng)
             got.append(deal(screen, order, shape, 2).finding)
         assert got[0] is not None and got[0] == got[1], name
+
+
+def test_the_packet_test_crosses_on_its_mixture_even_at_a_face_never_read() -> None:
+    # the statistic is the mixture of the three predictors (at most the largest less
+    # nothing, at least it less ln 3): one predictor over the threshold is not a crossing,
+    # whatever the card — also a card of a face the last shoe never read (no pile to follow)
+    from controller.screening.packets import PacketTest
+
+    rng = random.Random(1)
+    piles_of, pile_faces = _random_reference(rng, 8)
+    piles_of = list(piles_of)
+    piles_of[5] = 0  # (no card of face 5 was read)
+    threshold = 15.0
+    for f in (5, 6):  # a face never read, and one read
+        test = PacketTest(piles_of, pile_faces, 8, 2)
+        test.logs = [threshold + 0.5, threshold - 5, threshold - 5]
+        assert max(test.logs) >= threshold > test.value
+        assert test.run((f,), threshold) is None
+        test.logs = [threshold + 2, threshold + 2, threshold + 2]  # (the mixture over it)
+        assert test.run((f,), threshold) == 0

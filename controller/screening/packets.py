@@ -269,8 +269,10 @@ class PacketTest:
                 streams.insert(0, s)
             else:  # a face the last shoe never read: no pile to follow
                 if l0 >= threshold or l1 >= threshold or l2 >= threshold:
-                    crossed = at
-                    break
+                    self.logs = [l0, l1, l2]
+                    if self.value >= threshold:  # (the mixture, as below)
+                        crossed = at
+                        break
                 continue
             # the stream's prediction: its piles' faces it has not taken, and the next
             # pile's (on its way, once known) — those not among the first apart
