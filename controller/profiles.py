@@ -60,6 +60,13 @@ def _flag(doc: str) -> Any:
     return field(metadata={"doc": doc})
 
 
+def _later(default: Any, doc: str, lo: int | None = None, hi: int | None = None) -> Any:
+    """A key added after logs were first written: optional, and where a profile (a log's
+    header) does not name it, ``default`` — the behaviour such a log was decided with."""
+    bounds = {} if lo is None else {"min": lo, "max": hi}
+    return field(default=default, metadata={"optional": True, **bounds, "doc": doc})
+
+
 @dataclass(frozen=True)
 class Section:
     """Common to every section: where the rule lives in the seeds."""
@@ -168,51 +175,43 @@ class ShuffleScreenRule(Section):
     previous_shoe: bool = _flag("also hold each shoe against the previous shoe's discards "
                                 "(piles by round, or by hand: hand_piles), not only against "
                                 "new-deck order")
-    shelf_test: bool = field(default=False, metadata={
-        "optional": True,
-        "doc": "the shelf test: the dealt order against one pass of a shelf shuffler "
-               "(interleaved rising and falling runs of new-deck order); no seed names such a "
-               "machine, so off unless set (and off in a profile recorded before it existed)"})
-    hand_piles: bool = field(default=False, metadata={
-        "optional": True,
-        "doc": "the previous shoe's discards as one pile per hand (collected hand by hand, "
-               "one on another, so that the hands can be laid out again: 002 §2 3.6, §3 3.6) "
-               "rather than one per round; off in a profile recorded before it existed"})
-    packet_test: bool = field(default=False, metadata={
-        "optional": True,
-        "doc": "the packet test: the dealt order against riffled packets of the previous "
-               "shoe's discards, followed through their piles (with previous_shoe); off in a "
-               "profile recorded before it existed"})
-    hand_order: HandOrder = field(default="pile", metadata={
-        "optional": True,
-        "doc": "with hand_piles, how the packet test holds each hand's cards in the discards: "
-               "pile — in no known order; dealt — in the order dealt; reversed — the reverse; "
-               "either — dealt or reversed, all — any of the three (each followed, the test's "
-               "share of the budget split between them). The guide keeps a hand so that it "
-               "can be laid out again (002 §3 3.6), not which way up; pile in a profile "
-               "recorded before the key existed"})
-    packet_predictor: int = field(default=1, metadata={
-        "optional": True, "min": 1, "max": 2,
-        "doc": "the packet test's predictor: 1 spreads a stream's share evenly over every "
-               "face it goes to, 2 puts 0.8 of it on the faces of the piles the packet is in, "
-               "the sharper (docs/shuffle-screening.md, test 4); 1 in a profile recorded "
-               "before the key "
-               "existed, so that its log replays as it was decided"})
-    early_batch: int = field(default=16, metadata={
-        "optional": True, "min": 2, "max": 16,
-        "doc": "cards judged at a time within a shoe's first 40 cards (after its first 8): a "
-               "pack only cut or riffled once crosses its threshold within 10-20 cards and "
-               "is raised at most this many cards less one later; later in the shoe every 16 "
-               "(each judgement costs a few µs); 16 in a profile recorded before the key "
-               "existed, so that its log replays as it was decided"})
-    packet_stop: int = field(default=0, metadata={
-        "optional": True, "min": 0, "max": 100,
-        "doc": "the packet test's futility bound, in nats: once every one of its predictors "
-               "has fallen this far below even, the test follows that shoe no further (a "
-               "riffled pack never fell below 4.3 in the runs measured; a well-shuffled one "
-               "falls below 8 by about its 120th card); a stopped test cannot raise a false "
-               "alarm, so the false-alarm bound holds. 0: it follows the whole shoe, as in a "
-               "profile recorded before the key existed"})
+    shelf_test: bool = _later(
+        False, "the shelf test: the dealt order against one pass of a shelf shuffler "
+        "(interleaved rising and falling runs of new-deck order); no seed names such a "
+        "machine, so off unless set (and off in a profile recorded before it existed)")
+    hand_piles: bool = _later(
+        False, "the previous shoe's discards as one pile per hand (collected hand by hand, "
+        "one on another, so that the hands can be laid out again: 002 §2 3.6, §3 3.6) "
+        "rather than one per round; off in a profile recorded before it existed")
+    packet_test: bool = _later(
+        False, "the packet test: the dealt order against riffled packets of the previous "
+        "shoe's discards, followed through their piles (with previous_shoe); off in a "
+        "profile recorded before it existed")
+    hand_order: HandOrder = _later(
+        "pile", "with hand_piles, how the packet test holds each hand's cards in the "
+        "discards: pile — in no known order; dealt — in the order dealt; reversed — the "
+        "reverse; either — dealt or reversed, all — any of the three (each followed, the "
+        "test's share of the budget split between them). The guide keeps a hand so that it "
+        "can be laid out again (002 §3 3.6), not which way up; pile in a profile recorded "
+        "before the key existed")
+    packet_predictor: int = _later(
+        1, "the packet test's predictor: 1 spreads a stream's share evenly over every face "
+        "it goes to, 2 puts 0.8 of it on the faces of the piles the packet is in, the "
+        "sharper (docs/shuffle-screening.md, test 4); 1 in a profile recorded before the key "
+        "existed, so that its log replays as it was decided", 1, 2)
+    early_batch: int = _later(
+        16, "cards judged at a time within a shoe's first 40 cards (after its first 8): a "
+        "pack only cut or riffled once crosses its threshold within 10-20 cards and is "
+        "raised at most this many cards less one later; later in the shoe every 16 (each "
+        "judgement costs a few µs); 16 in a profile recorded before the key existed, so that "
+        "its log replays as it was decided", 2, 16)
+    packet_stop: int = _later(
+        0, "the packet test's futility bound, in nats: once every one of its predictors has "
+        "fallen this far below even, the test follows that shoe no further (a riffled pack's "
+        "never fell below 4.3 before it was found in the runs measured; a well-shuffled "
+        "shoe's falls below 12 by about its 146th-188th card); a stopped test cannot raise a "
+        "false alarm, so the false-alarm bound holds. 0: it follows the whole shoe, as in a "
+        "profile recorded before the key existed", 0, 100)
 
 
 @dataclass(frozen=True)
