@@ -97,6 +97,11 @@ def test_every_bundled_scenario_meets_its_expect(name: str, tmp_path: Path) -> N
     if not any(f.time is not None for f in sc.faults) and sc.expect:
         # faults on cards and dealer mistakes: the expected deviations do occur
         assert set(result.facts.deviations) == set(sc.expect), out
+    if "SHUFFLE_SUSPECT" in result.facts.deviations:
+        # the bench shows the cards that gave the order away, under the deviation
+        lines = out.splitlines()
+        at = next(i for i, line in enumerate(lines) if ": SHUFFLE_SUSPECT [" in line)
+        assert lines[at + 1].strip().startswith("the run (position:card"), out
 
 
 def test_an_unexpected_deviation_fails_the_bench(tmp_path: Path) -> None:

@@ -19,10 +19,10 @@ from test_audit_helpers import feed_log
 from controller.audit import AuditLog
 from controller.audit.report import build_report, render_round, render_text
 from controller.audit.report.html import render_html
-from controller.audit.report.model import run_text
 from controller.cards import baccarat_value, pack
 from controller.cli import main
 from controller.profiles import load_profile
+from controller.screening.evidence import run_text
 from simulators import shuffles
 from simulators.dealer import DayPlan, Step, table_day
 from tests.browser import FLAGS, chromium

@@ -11,7 +11,7 @@ chance of doing so under a fair shuffle. Once per shoe at most, so it may be pla
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -101,6 +101,26 @@ def finding_for(faces: Sequence[int], ref: Reference, test: ScreenTest, value: f
         expected=sum(r[3] for r in rows), run=tuple(shown),
         false_alarm_one_in=false_alarm_one_in, window=window, details=dict(ref.details),
     )
+
+
+def run_text(evidence: Mapping[str, Any]) -> str | None:
+    """A finding's run of cards as one line, when its evidence has one (SHUFFLE_SUSPECT:
+    docs/shuffle-screening.md): each card's position in the shoe and the card, ``✓`` where
+    it continued the order the pack was held against. What the message counts ("cards
+    1–7: 6 of 6 continued it"), an auditor reads card by card against surveillance
+    footage. None when the evidence holds no such run (or not in that shape: a record read
+    from a log)."""
+    run = evidence.get("run")
+    if not isinstance(run, list) or not run:
+        return None
+    cards = []
+    for step in run:
+        position = step.get("position") if isinstance(step, dict) else None
+        card = step.get("card") if isinstance(step, dict) else None
+        if type(position) is not int or not isinstance(card, str):
+            return None
+        cards.append(f"{position}:{card}{'✓' if step.get('continues') is True else ''}")
+    return "the run (position:card, ✓ continued the reference order): " + " ".join(cards)
 
 
 def evidence_rows(faces: Sequence[int], ref: Reference, window: int, decks: int, test: ScreenTest,
@@ -200,4 +220,4 @@ def _judge_shelf(faces: Sequence[int], decks: int) -> list[tuple[int, int, bool,
 
 
 __all__ = ["CONTINUATION", "EVIDENCE_CARDS", "PACKET", "RUN", "SHELF", "Finding", "ScreenTest",
-           "evidence_rows", "finding_for"]
+           "evidence_rows", "finding_for", "run_text"]

@@ -20,6 +20,7 @@ from controller.deviations import Deviation
 from controller.events import CardDrawn, Event
 from controller.outputs import Output
 from controller.progressbar import ProgressBar
+from controller.screening.evidence import run_text
 from controller.session import TableSession
 
 
@@ -48,6 +49,9 @@ class Progress:
                 where = f"input {line}" if line is not None else event.type
                 self.out.write(f"  ! {where}: {o.code} [{o.severity}] {o.message} "
                                f"({o.rule}){tag}\n")
+                run = run_text(o.evidence)
+                if run:  # (a SHUFFLE_SUSPECT: the cards that gave the order away)
+                    self.out.write(f"    {run}\n")
         shoe = self.session.engine.shoe
         if shoe != self.shoe:
             if not self.every_round or (shoe - 1) % self.block == 0:

@@ -18,11 +18,11 @@ from controller.audit.report.model import (
     Report,
     RoundInfo,
     clock,
-    run_text,
 )
 from controller.audit.report.rounds import round_lines
 from controller.audit.report.text import day_summary, entry_text
 from controller.events import parse_time
+from controller.screening.evidence import run_text
 
 _COLOURS = {"critical": "#b3261e", "warning": "#c77700", "info": "#3b6ea5"}
 

@@ -22,26 +22,6 @@ def dict_at(obj: Any, key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def run_text(evidence: dict[str, Any]) -> str | None:
-    """A finding's run of cards as one line, when its evidence has one (SHUFFLE_SUSPECT:
-    docs/shuffle-screening.md): each card's position in the shoe and the card, ``✓`` where
-    it continued the order the pack was held against. What the message counts ("cards
-    1–7: 6 of 6 continued it"), an auditor reads card by card against surveillance
-    footage. None when the evidence holds no such run (or not in that shape: a record read
-    from a log)."""
-    run = evidence.get("run")
-    if not isinstance(run, list) or not run:
-        return None
-    cards = []
-    for step in run:
-        position = step.get("position") if isinstance(step, dict) else None
-        card = step.get("card") if isinstance(step, dict) else None
-        if type(position) is not int or not isinstance(card, str):
-            return None
-        cards.append(f"{position}:{card}{'✓' if step.get('continues') is True else ''}")
-    return "the run (position:card, ✓ continued the reference order): " + " ".join(cards)
-
-
 def list_at(obj: Any, key: str) -> list[Any]:
     """``obj[key]`` when it is an array, else an empty one (a record read from a log)."""
     value = obj.get(key) if isinstance(obj, dict) else None

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.audit.report.model import DayReport, Report, RoundInfo, clock, list_at, run_text
+from controller.audit.report.model import DayReport, Report, RoundInfo, clock, list_at
+from controller.screening.evidence import run_text
 
 
 def round_lines(day: DayReport, r: RoundInfo) -> list[str]:

@@ -23,9 +23,9 @@ from controller.audit.report.model import (
     ShoeInfo,
     date_of,
     dict_at,
-    run_text,
     time_of,
 )
+from controller.screening.evidence import run_text
 
 
 class DayBuilder:
