@@ -48,3 +48,25 @@ def nats_server() -> Iterator[NatsServer]:
     """A private JetStream server per test (a test may SIGKILL it and start it again)."""
     with tempfile.TemporaryDirectory(prefix="shoewarden-nats-") as work, nats(Path(work)) as s:
         yield s
+
+
+#: the longest test files (``pytest --durations=0``, seconds on this 2-core machine), run
+#: first: ``make test`` hands whole files to its workers (``--dist loadfile``) in collection
+#: order, and a long file collected last (test_shuffle_screen.py, alphabetically late) kept
+#: one worker busy for up to half a minute after the other had finished
+LONGEST_FIRST = (
+    "test_app_bench.py",  # 37
+    "test_shuffle_screen.py",  # 24
+    "test_benchmarks.py",  # 21
+    "test_floor_nats_e2e.py",  # 19
+    "test_app_crash.py",  # 18
+    "test_floor_live.py",  # 17
+    "test_floor_forward_process.py",  # 16
+    "test_engine_deviations.py",  # 15
+    "test_floor_witness_in.py",  # 13
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # (stable: else as is)
