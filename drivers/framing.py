@@ -108,16 +108,31 @@ class FrameDecoder:
     - the candidate is complete: its CRC decides (frame, or drop one byte);
     - otherwise wait for more bytes.
 
-    The buffer never holds more than one frame's worth (:data:`MAX_FRAME`) of bytes.
+    A frame whose last byte is ``0xA5`` may have been noise — a frame torn one byte
+    short, whose missing CRC byte the next frame's start byte happened to supply (1 torn
+    frame in 256). So that byte is kept as a possible start (:attr:`kept`): followed by
+    ``0x5A`` it begins a candidate like any other, and the frame after the torn one is
+    found; followed by anything else it is dropped, silently, as the frame's own byte.
+
+    The buffer never holds more than one frame's worth (:data:`MAX_FRAME`) of bytes, and
+    the byte kept.
     """
 
     buffer: bytearray = field(default_factory=bytearray)
+    #: the buffer's first byte is the last byte of the frame just found (see above)
+    kept: bool = False
 
     def feed(self, data: bytes) -> list[Frame | FramingError]:
         self.buffer += data
         out: list[Frame | FramingError] = []
         buf = self.buffer
         while True:
+            if self.kept:
+                if len(buf) < 2:
+                    break  # (the next byte decides)
+                self.kept = False
+                if buf[1] != START[1]:
+                    del buf[:1]  # the frame's own last byte, not a start
             start = buf.find(START)
             if start < 0:
                 # keep a trailing 0xA5: it may be the first half of a start marker
@@ -154,7 +169,11 @@ class FrameDecoder:
                                         f"seq {seq} type 0x{type_:02x}"))
                 continue
             out.append(Frame(seq, type_, bytes(buf[HEADER_SIZE:HEADER_SIZE + length])))
-            del buf[:total]
+            if buf[total - 1] == START[0]:
+                del buf[:total - 1]
+                self.kept = True
+            else:
+                del buf[:total]
         return out
 
     def _skip(self) -> int:
@@ -165,8 +184,8 @@ class FrameDecoder:
         return size
 
     def pending(self) -> int:
-        """Bytes held waiting for the rest of a frame."""
-        return len(self.buffer)
+        """Bytes held waiting for the rest of a frame (not the byte kept)."""
+        return len(self.buffer) - self.kept
 
 
 def _complete_frame_within(buf: bytearray, limit: int) -> int:

@@ -230,3 +230,38 @@ def test_the_buffer_never_holds_more_than_one_frame() -> None:
     for _ in range(5000):
         d.feed(b"{")  # ASCII filler never completes a frame of its own
         assert d.pending() <= MAX_FRAME
+
+
+def _ending_in_a5(type_: int = 0x10, body: dict[str, str] | None = None) -> bytes:
+    """A frame whose CRC's last byte is 0xA5 (one seq in 256 gives one)."""
+    return next(f for s in range(0x10000)
+                if (f := encode(s, type_, body if body is not None else {"n": ""}))[-1] == 0xA5)
+
+
+def test_a_frame_after_one_torn_a_byte_short_is_still_found() -> None:
+    # a frame torn one byte short whose missing CRC byte was 0xA5: the next frame's start
+    # byte completes it, so it decodes (a CRC match by chance) — and the next frame, which
+    # begins with that same byte, is found too, at once
+    torn = _ending_in_a5()[:-1]
+    card = encode(7, 0x10, {"card": "QH"})
+    for cuts in ([], list(range(1, len(torn) + len(card)))):
+        found, pending = feed_in_chunks(torn + card, cuts)
+        assert found[-1] == Frame(7, 0x10, b'{"card":"QH"}') and pending == 0
+
+
+def test_a_frame_ending_in_a5_and_the_next_are_both_found_with_no_noise() -> None:
+    first = _ending_in_a5()
+    card = encode(8, 0x10, {"card": "2S"})
+    d = FrameDecoder()
+    out = d.feed(first) + d.feed(card)
+    assert out == [Frame(decode_seq(first), 0x10, b'{"n":""}'), Frame(8, 0x10, b'{"card":"2S"}')]
+    assert d.pending() == 0
+    # and followed by bytes that are no frame: the frame stands, the rest is noise
+    d = FrameDecoder()
+    out = d.feed(first + b"\x5a\x00garbage")
+    assert out[0] == Frame(decode_seq(first), 0x10, b'{"n":""}')
+    assert all(isinstance(o, FramingError) for o in out[1:])
+
+
+def decode_seq(frame: bytes) -> int:
+    return int.from_bytes(frame[3:5], "big")
