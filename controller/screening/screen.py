@@ -180,11 +180,15 @@ class ShuffleScreen:
     def deck_check(self, source: str = "composition check") -> None:
         """The pack was counted: it lies in new-deck order; the previous shoe's order is
         gone."""
+        self._forget_discards()
+        self._deck = new_deck_reference(source)
+
+    def _forget_discards(self) -> None:
+        """No previous shoe to hold the next against (a counted pack, another deck count)."""
         self._previous = None
         self._ordered = {}
         self._piles = []
         self._hand_piles_at = set()
-        self._deck = new_deck_reference(source)
 
     def start_shoe(self, shoe: int, decks: int | None = None) -> None:
         """A new shoe (shuffle cycle) starts: the last shoe's discards become a reference."""
@@ -193,9 +197,7 @@ class ShuffleScreen:
             self.flush()
         if decks is not None and decks != self.decks:
             self._set_decks(decks)
-            self._previous = None
-            self._ordered = {}
-            self._piles = []
+            self._forget_discards()
         elif self._piles and self._shoe and self._pile_wanted:
             self._previous = pile_reference(self._piles, self._pack, self._shoe,
                                             "hand" if self._hand_piles else "round")

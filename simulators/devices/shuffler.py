@@ -120,14 +120,13 @@ class Shuffler(Device):
         return list(self.stack)
 
     def _weak(self, f: Fault) -> list[str]:
+        last = self.discards or self.last_out  # the last shoe's pack, as brought if it was
         if f.kind == "riffle":
-            last = self.discards or self.last_out
             order = last if f["of"] == "last" and last else self.stack
             return shuffles.riffle(order, self.rng, f["times"])
         if f.kind == "shelf":
             return shuffles.shelf_pass(self.stack, self.rng, f["shelves"])
         if f.kind == "slug":
-            last = self.discards or self.last_out
             slug = last[f["start"] - 1:f["start"] - 1 + f["cards"]]
             return shuffles.place_slug(self.stack, slug, f["at"] - 1)
         return self.stack  # unshuffled

@@ -200,9 +200,13 @@ def _deviation_table(day: DayReport) -> str:
             f'<tbody>{"".join(rows)}</tbody></table>')
 
 
-def _run_cell(d: DevRow) -> str:
-    run = run_text(d.evidence)
+def _run_line(run: str | None) -> str:
+    """The run of cards under a deviation (run_text), as the page shows it."""
     return f'<br><small class="run">{_e(run)}</small>' if run else ""
+
+
+def _run_cell(d: DevRow) -> str:
+    return _run_line(run_text(d.evidence))
 
 
 def _timeline(day: DayReport) -> str:
@@ -214,7 +218,7 @@ def _timeline(day: DayReport) -> str:
         rows = "".join(
             f'<tr><td>{_e(clock(e.time))}</td><td class="num">{_e(e.seq)}</td>'
             f'<td class="{_e(e.severity or "")}">{_e(entry_text(e))}'
-            + (f'<br><small class="run">{_e(e.note)}</small>' if e.note else "")
+            + _run_line(e.note)
             + '</td></tr>'
             for e in entries)
         out.append(f"<h4>{_e(title)}</h4><table class=\"timeline\"><thead><tr><th>time</th>"
