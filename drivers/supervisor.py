@@ -102,10 +102,32 @@ class Supervisor:
         self.driver.close()
 
     def poll(self, now: float | None = None) -> list[Output]:
+        """The driver polled (links served, timers run), then the reconnect cycle: the state
+        the driver is in now, and an attempt when one is due."""
         now = self.clock() if now is None else now
         if self.state in (SupervisorState.IDLE, SupervisorState.STOPPED):
             return []
         out = self.driver.poll(now)
+        self._follow(now)
+        if (self.state == SupervisorState.WAITING and self.next_attempt is not None
+                and now >= self.next_attempt):
+            out += self._attempt(now)
+        return out
+
+    def poll_received(self, now: float | None = None) -> list[Output] | None:
+        """For the thread that has just queued the device's bytes (its reader thread): the
+        driver polled as :meth:`poll` does, when the device is up, without the reconnect
+        cycle's attempt (an attempt opens a transport and starts a reader thread: the owner
+        thread's work). None, polling nothing, when the device is not up."""
+        if self.state != SupervisorState.UP:
+            return None
+        now = self.clock() if now is None else now
+        out = self.driver.poll(now)
+        self._follow(now)
+        return out
+
+    def _follow(self, now: float) -> None:
+        """The reconnect cycle follows the driver's state."""
         state = self.driver.state
         if state == DriverState.REFUSED:
             if self.state != SupervisorState.REFUSED:
@@ -120,10 +142,6 @@ class Supervisor:
         elif state in (DriverState.LOST, DriverState.CLOSED) and self.state in (
                 SupervisorState.UP, SupervisorState.CONNECTING):
             self._schedule(now)
-        if (self.state == SupervisorState.WAITING and self.next_attempt is not None
-                and now >= self.next_attempt):
-            out += self._attempt(now)
-        return out
 
     def _attempt(self, now: float) -> list[Output]:
         self.attempts += 1

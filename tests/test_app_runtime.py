@@ -258,6 +258,99 @@ def test_a_failing_device_thread_stops_the_runtime_with_a_clear_message() -> Non
     assert t.driver.state == "closed"  # the device thread closed its drivers on the way out
 
 
+def _card_makers(t: Table) -> list[str]:
+    """Record, per card a driver made, the thread that polled it (both ways in)."""
+    slot = t.runtime.slots["shoe"]
+    makers: list[str] = []
+    received, polled = slot.supervisor.poll_received, slot.supervisor.poll
+
+    def note(out: list[Any] | None) -> list[Any] | None:
+        makers.extend(threading.current_thread().name for o in out or ()
+                      if isinstance(o, CardDrawn))
+        return out
+
+    slot.supervisor.poll_received = lambda now=None: note(received(now))  # type: ignore
+    slot.supervisor.poll = lambda now=None: note(polled(now))  # type: ignore
+    return makers
+
+
+def test_a_card_is_decoded_and_posted_by_the_reader_thread_that_read_it() -> None:
+    """No hand-over to the device thread on a card's way in (each cost a GIL hand-over):
+    the shoe's reader thread polls its driver itself while the shoe is up. The device
+    thread (its tick: 5 s) polls nothing meanwhile."""
+    t = Table()
+    makers = _card_makers(t)
+    t.runtime.start()
+    try:
+        wait_for(lambda: "device_connected" in t.types())
+        with t.lock:
+            t.device.load(["7H", "KD", "2C"])
+            for _ in range(3):
+                t.device.draw()
+        t.pump()
+        wait_for(lambda: t.types().count("card") == 3)
+    finally:
+        t.runtime.request_stop()
+        assert t.runtime.wait(10)
+    assert t.runtime.error is None
+    assert makers == ["shoewarden-memory"] * 3
+    assert [str(e.card) for e, _, _ in t.fed if isinstance(e, CardDrawn)] == ["7H", "KD", "2C"]
+
+
+def test_bytes_that_find_the_driver_busy_are_polled_by_the_device_thread() -> None:
+    """While another thread polls the driver (here: the test holds its lock), the reader
+    thread does not wait for it: it wakes the device thread, which polls once the lock is
+    free. Nothing is fed before."""
+    t = Table()
+    makers = _card_makers(t)
+    slot = t.runtime.slots["shoe"]
+    wakes: list[str] = []
+    wake = t.runtime._devices_wake.set
+    t.runtime._devices_wake.set = lambda: (  # type: ignore[method-assign]
+        wakes.append(threading.current_thread().name), wake())[-1]
+    t.runtime.start()
+    try:
+        wait_for(lambda: "device_connected" in t.types())
+        with slot.lock:
+            wakes.clear()  # (the handshake's)
+            with t.lock:
+                t.device.load(["9S"])
+                t.device.draw()
+            t.pump()
+            wait_for(lambda: "shoewarden-memory" in wakes)
+            assert "card" not in t.types()
+        wait_for(lambda: "card" in t.types())
+    finally:
+        t.runtime.request_stop()
+        assert t.runtime.wait(10)
+    assert t.runtime.error is None and makers == ["shoewarden-devices"]
+
+
+def test_a_failing_poll_on_a_reader_thread_stops_the_runtime_with_a_clear_message() -> None:
+    t = Table()
+    slot = t.runtime.slots["shoe"]
+    plain = slot.supervisor.poll_received
+
+    def poll_received(now: float | None = None) -> list[Any] | None:
+        if slot.supervisor.state == "up":  # (a card: the reader thread polls)
+            raise OSError("the frame buffer tore")
+        return plain(now)
+
+    slot.supervisor.poll_received = poll_received  # type: ignore[method-assign]
+    t.runtime.start()
+    wait_for(lambda: "device_connected" in t.types())
+    with t.lock:
+        t.device.load(["7H"])
+        t.device.draw()
+    t.pump()
+    assert t.runtime.wait(10)
+    assert t.runtime.error is not None and "shoe's reader thread failed" in t.runtime.error
+    assert "the frame buffer tore" in t.runtime.error
+    last = [r for r in records(t.stream) if r["kind"] == "input"][-1]["event"]
+    assert (last["device"], last["code"]) == (CONTROLLER, CONTROLLER_ERROR)
+    assert "card" not in t.types() and t.driver.state == "closed"
+
+
 def test_a_person_alone_cannot_clear_a_refused_identity() -> None:
     """Issue 8: `k shoe DEVICE_IDENTITY` used to clear the refusal while the device stayed
     refused. It now only asks for the device to be tried again; the fault clears when the

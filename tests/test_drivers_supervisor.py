@@ -154,6 +154,31 @@ def test_loss_is_a_fault_and_a_good_re_handshake_is_ok() -> None:
     assert faults(out) == [("device_ok", "DISCONNECTED")] and sup.state == "up"
 
 
+def test_the_reader_threads_poll_serves_an_up_device_and_leaves_reconnecting_to_the_owner(
+        ) -> None:
+    """``poll_received`` (a reader thread, right after it queued bytes) polls the driver only
+    while the device is up; a loss it sees schedules the retry, and the attempt itself,
+    due at once, is left to the owner's ``poll``."""
+    device = SyncDevice()
+    shoe = ShoeDriver("shoe", device, utc=lambda: T)
+    sup = Supervisor(shoe, backoff=Backoff(0.5, 2.0, 8.0))
+    assert sup.poll_received(0.0) is None  # not started
+    sup.start(0.0)
+    assert sup.state == "connecting" and sup.poll_received(0.0) is None  # the handshake: not up
+    assert [e.type for e in sup.poll(0.0)] == ["device_connected"] and sup.state == "up"
+    device._on_data(encode(2, Kind.CARD_OUT, {"card": "7H"}))
+    out = sup.poll_received(0.1)
+    assert out is not None and [e.type for e in out] == ["card"]
+    device.unplug()
+    out = sup.poll_received(1.0)
+    assert out is not None and faults(out) == [("device_fault", "DISCONNECTED")]
+    assert sup.state == "waiting" and sup.next_attempt == 1.5
+    device.present = True
+    assert sup.poll_received(5.0) is None and device.opens == [0.0]  # due, not attempted
+    run_until(sup, device, 5.0, 5.05)
+    assert device.opens == [0.0, 5.0] and sup.state == "up"
+
+
 def test_a_device_that_does_not_answer_the_handshake_is_retried() -> None:
     device = SyncDevice()
     device.answers = False
