@@ -34,10 +34,10 @@ is not already in the log.
 
 What the drivers make goes through a **sequencer** before it is fed: for real devices
 (:class:`DirectSequencer`) events are fed as they come; the bench orders them against the
-simulated dealer's console with the pty host's ``ConsoleMerger``. Events a device message
-caused are *counted*; a driver's own link events (``SILENT``, ``NO_ACK``, ``LOST_FRAMES``,
-``DISCONNECTED``, ``IO_ERROR``, ``DEVICE_IDENTITY`` and their ``device_ok``) and
-diagnostics are not (:func:`counted_flags`).
+simulated dealer's console with :class:`~controller.app.sequencing.ConsoleMerger`. Events
+a device message caused are *counted*; a driver's own link events (``SILENT``,
+``NO_ACK``, ``LOST_FRAMES``, ``DISCONNECTED``, ``IO_ERROR``, ``DEVICE_IDENTITY`` and their
+``device_ok``) and diagnostics are not (:func:`counted_flags`).
 
 Diagnostics are inputs too, typed from the driver on: a ``device_diagnostic``
 (``PROTOCOL_ERROR``, ``DEVICE_IDENTITY``, ``NAK``, ``DRIVER_ERROR``: the engine raises the
