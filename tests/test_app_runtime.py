@@ -103,6 +103,14 @@ class Table:
         if out:
             self.transport.inject(out)
 
+    def draw(self, cards: list[str]) -> None:
+        """The shoe deals ``cards``; their frames come in on the transport's reader thread."""
+        with self.lock:
+            self.device.load(cards)
+            for _ in cards:
+                self.device.draw()
+        self.pump()
+
     def types(self) -> list[str]:
         return [e.type for e, _, _ in self.fed]
 
@@ -283,11 +291,7 @@ def test_a_card_is_decoded_and_posted_by_the_reader_thread_that_read_it() -> Non
     t.runtime.start()
     try:
         wait_for(lambda: "device_connected" in t.types())
-        with t.lock:
-            t.device.load(["7H", "KD", "2C"])
-            for _ in range(3):
-                t.device.draw()
-        t.pump()
+        t.draw(["7H", "KD", "2C"])
         wait_for(lambda: t.types().count("card") == 3)
     finally:
         t.runtime.request_stop()
@@ -313,10 +317,7 @@ def test_bytes_that_find_the_driver_busy_are_polled_by_the_device_thread() -> No
         wait_for(lambda: "device_connected" in t.types())
         with slot.lock:
             wakes.clear()  # (the handshake's)
-            with t.lock:
-                t.device.load(["9S"])
-                t.device.draw()
-            t.pump()
+            t.draw(["9S"])
             wait_for(lambda: "shoewarden-memory" in wakes)
             assert "card" not in t.types()
         wait_for(lambda: "card" in t.types())
@@ -339,10 +340,7 @@ def test_a_failing_poll_on_a_reader_thread_stops_the_runtime_with_a_clear_messag
     slot.supervisor.poll_received = poll_received  # type: ignore[method-assign]
     t.runtime.start()
     wait_for(lambda: "device_connected" in t.types())
-    with t.lock:
-        t.device.load(["7H"])
-        t.device.draw()
-    t.pump()
+    t.draw(["7H"])
     assert t.runtime.wait(10)
     assert t.runtime.error is not None and "shoe's reader thread failed" in t.runtime.error
     assert "the frame buffer tore" in t.runtime.error
