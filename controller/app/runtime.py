@@ -13,11 +13,11 @@ A driver is polled (``supervisor.poll``) under its slot's lock, by one of two th
 
 - its **reader thread**, right after it queued the device's bytes, when the device is up
   and the lock is free (:meth:`Supervisor.poll_received
-  <drivers.supervisor.Supervisor.poll_received>`): a card's frame is decoded, acknowledged
-  and posted by the thread that read it, with no hand-over to another thread on its way.
-  Measured (``benchmarks/device_bench.py``, software time of a card): p50 0.18 → 0.14 ms,
-  p99 0.30 → 0.21–0.24 ms; a thread's wake-up is a GIL hand-over, and this one was paid by
-  every card;
+  <drivers.supervisor.Supervisor.poll_received>`): a card's frame is decoded and posted
+  by the thread that read it, with no hand-over to another thread on its way. Measured
+  (``benchmarks/device_bench.py``, software time of a card): p50 0.18–0.20 → 0.14–0.18
+  ms, p99 0.30–0.31 → 0.21–0.31 ms; a thread's wake-up is a GIL hand-over, and this one
+  was paid by every card;
 - the **device thread** otherwise: when the device is not up (the handshake, the
   reconnect cycle: opening a transport starts a reader thread, which is the owner's work),
   when the lock was taken, and every ``tick`` for the link timers (heartbeats, resends).
