@@ -7,6 +7,10 @@ set, the port is looked up on every :meth:`SerialTransport.open` by the USB seri
 of the USB-serial adapter (``serial.tools.list_ports.comports()``), so a device that comes
 back under another name (``/dev/ttyUSB0`` → ``/dev/ttyUSB1``) is found again.
 
+A plain tty (pyserial's POSIX ``Serial``) is read directly, one ``select`` and one
+``os.read`` a chunk (:meth:`SerialTransport._read_tty`); every other port class (a URL's
+own: ``spy://``, ``socket://``, …) through its own ``read``.
+
 pyserial errors are raised as :mod:`drivers.errors` types ``from`` the original:
 a port that is not there → :class:`DeviceNotFound`; a port that went away (EIO, ENXIO,
 ENODEV, "returned no data", a closed socket) → :class:`DeviceDisconnected`; anything
@@ -17,6 +21,8 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
+import select
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -26,9 +32,18 @@ import serial.tools.list_ports
 from drivers.errors import DeviceDisconnected, DeviceError, DeviceNotFound
 from drivers.transport import Transport
 
+#: pyserial's POSIX port class: a tty read by :meth:`SerialTransport._read_tty`
+PosixSerial: type | None
+try:
+    from serial.serialposix import Serial as PosixSerial
+except ImportError:  # (not POSIX: pyserial's own read everywhere)
+    PosixSerial = None
+
 log = logging.getLogger("shoewarden.drivers.serial")
 
 READ_TIMEOUT = 0.05
+#: the most bytes one read takes
+READ_SIZE = 4096
 DEFAULT_BAUDRATE = 115200
 _GONE_ERRNOS = {errno.EIO, errno.ENXIO, errno.ENODEV, errno.EBADF, errno.EPIPE,
                 errno.ECONNRESET, errno.ENOTCONN}
@@ -161,15 +176,49 @@ class SerialTransport(Transport):
         port = self.port
         if port is None:
             raise DeviceDisconnected(f"{self.description}: port is closed", device=self.name)
+        if type(port) is PosixSerial:  # a tty (not spy://, socket://, …: their own reads)
+            return self._read_tty(port)
         try:
             data = port.read(1)  # waits up to the timeout for the first byte
             if data:
                 waiting = port.in_waiting  # type: ignore[attr-defined]  # every port class has it; SerialBase does not declare it
                 if waiting:
-                    data += port.read(min(waiting, 4096))
+                    data += port.read(min(waiting, READ_SIZE))
             return bytes(data)
         except Exception as e:
             raise self._typed(e, "read failed") from e
+
+    def _read_tty(self, port: Any) -> bytes:
+        """What the tty holds, waiting up to the timeout for its first byte: one ``select``
+        and one ``os.read`` on pyserial's own descriptors (``fd``, and ``pipe_abort_read_r``,
+        which :meth:`cancel_read` writes to), as pyserial's ``read`` does them.
+
+        pyserial's ``read(size)`` waits for ``size`` bytes or the timeout; a frame reader
+        wants what is there, so it cost ``read(1)``, ``in_waiting`` and ``read(n)`` a frame:
+        two selects, two reads, an ioctl and pyserial's Python loop, on every card's way in
+        (measured, ``benchmarks/device_bench.py``: a card's software time p50 0.14–0.15 →
+        0.12–0.13 ms, p99 0.22–0.27 → 0.19–0.22 ms). The errors are pyserial's: a
+        descriptor ready with nothing to read is a device gone; EAGAIN (another reader took
+        the bytes) is nothing read."""
+        fd, abort = port.fd, port.pipe_abort_read_r
+        if fd is None or abort is None:  # closed meanwhile
+            raise DeviceDisconnected(f"{self.description}: port is closed", device=self.name)
+        try:
+            ready, _, _ = select.select([fd, abort], [], [], self.timeout)
+            if not ready:
+                return b""
+            if abort in ready:
+                os.read(abort, 1000)  # cancel_read: stop waiting
+                return b""
+            data = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            return b""
+        except OSError as e:
+            raise self._typed(e, "read failed") from e
+        if not data:
+            raise DeviceDisconnected(f"{self.current}: read failed: the port reports data but "
+                                     "returned none (the device is gone)", device=self.name)
+        return data
 
     def write(self, data: bytes) -> None:
         port = self.port

@@ -9,6 +9,7 @@ a generous limit); nothing asserts on elapsed time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import threading
@@ -201,6 +202,85 @@ def test_loop_url_round_trip_through_the_reader_thread() -> None:
         transport.close()
     assert not transport.is_open and transport.reader is None
     transport.close()  # twice is fine
+
+
+@pytest.fixture
+def tty():
+    """A bare pty: (master fd, the slave's path); the slave end is the port."""
+    master, slave = os.openpty()
+    path = os.ttyname(slave)
+    os.close(slave)
+    yield master, path
+    with contextlib.suppress(OSError):
+        os.close(master)
+
+
+def test_a_tty_read_takes_what_the_port_holds_without_pyserials_read(tty, mocker) -> None:
+    """One select and one os.read on pyserial's descriptors (pyserial's read(1),
+    in_waiting and read(n) cost every card three calls and its Python loop)."""
+    master, path = tty
+    transport = SerialTransport(path)
+    transport.open()
+    plain = mocker.spy(serial.serialposix.Serial, "read")
+    try:
+        assert transport.read() == b""  # nothing there: the timeout
+        frames = b"".join(encode(i, Kind.CARD_OUT, {"card": "7H"}) for i in range(3))
+        os.write(master, frames)
+        got = b""
+        while len(got) < len(frames):
+            got += transport.read()
+        assert got == frames
+        assert plain.call_count == 0
+    finally:
+        transport.close()
+
+
+def test_cancel_read_wakes_a_tty_read_at_once(tty) -> None:
+    _, path = tty
+    transport = SerialTransport(path, timeout=3600)  # a read that would wait an hour
+    transport.open()
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(transport.read()), daemon=True)
+    try:
+        reader.start()
+        time.sleep(0.05)  # (into its select; a cancel before it is seen by it all the same)
+        transport.cancel_read()
+        reader.join(LIMIT)
+        assert not reader.is_alive() and got == [b""]
+    finally:
+        transport.close()
+
+
+def test_a_tty_whose_other_end_hung_up_is_disconnected(tty) -> None:
+    master, path = tty
+    transport = SerialTransport(path, name="shoe")
+    transport.open()
+    try:
+        os.close(master)
+        with pytest.raises(DeviceDisconnected) as info:
+            transport.read()
+        assert info.value.device == "shoe"
+    finally:
+        transport.close()
+
+
+def test_a_spy_url_still_reads_through_pyserial(tty, tmp_path) -> None:
+    """Only a plain tty takes the direct read: a URL's own port class (spy://, socket://,
+    rfc2217://) keeps its read, here spy://'s hex dump of what it received."""
+    master, path = tty
+    dump = tmp_path / "spy.txt"
+    transport = SerialTransport(f"spy://{path}?file={dump}")
+    transport.open()
+    try:
+        os.write(master, b"\xa5\x5a")
+        got = b""
+        while len(got) < 2:
+            got += transport.read()
+        assert got == b"\xa5\x5a"
+    finally:
+        transport.close()
+    rx = [line.split()[3] for line in dump.read_text().splitlines() if " RX " in line]
+    assert "".join(rx) == "A55A"  # (the bytes as they came: one read or two)
 
 
 def test_the_reader_survives_a_handler_exception() -> None:
