@@ -101,6 +101,7 @@ class SerialTransport(Transport):
         self.comports = comports
         self.name = name
         self.port: serial.SerialBase | None = None
+        self._direct = False  # read with _read_tty (set by open)
         self.current: str | None = None  # the path or URL actually opened
         self.description = f"{name or 'serial'} {url or 'usb-serial ' + str(usb_serial)}"
 
@@ -156,6 +157,12 @@ class SerialTransport(Transport):
                                   device=self.name) from e
             raise DeviceError(f"cannot open {url}: {e}", device=self.name) from e
         self.current = url
+        # read directly when the port is a plain tty whose descriptors are where pyserial
+        # 3.5 keeps them (another version may keep them elsewhere: then its own read)
+        port = self.port
+        self._direct = (type(port) is PosixSerial
+                        and isinstance(getattr(port, "fd", None), int)
+                        and isinstance(getattr(port, "pipe_abort_read_r", None), int))
         log.info("%s: opened %s", self.name, url)
 
     def _close(self) -> None:
@@ -176,7 +183,7 @@ class SerialTransport(Transport):
         port = self.port
         if port is None:
             raise DeviceDisconnected(f"{self.description}: port is closed", device=self.name)
-        if type(port) is PosixSerial:  # a tty (not spy://, socket://, …: their own reads)
+        if self._direct and type(port) is PosixSerial:  # a tty (not spy://, socket://, …)
             return self._read_tty(port)
         try:
             data = port.read(1)  # waits up to the timeout for the first byte
