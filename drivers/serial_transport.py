@@ -183,7 +183,7 @@ class SerialTransport(Transport):
         port = self.port
         if port is None:
             raise DeviceDisconnected(f"{self.description}: port is closed", device=self.name)
-        if self._direct and type(port) is PosixSerial:  # a tty (not spy://, socket://, …)
+        if self._direct:  # a plain tty (not spy://, socket://, …: see open)
             return self._read_tty(port)
         try:
             data = port.read(1)  # waits up to the timeout for the first byte
