@@ -524,6 +524,32 @@ def test_stripping_the_macs_is_caught_by_the_key(keyed: LogSet) -> None:
     assert (result.ok, result.first_bad_line, result.problem) == (False, 1, "mac")
 
 
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_a_mac_in_an_unkeyed_log_is_caught_wherever_it_is(plain: LogSet, where: str) -> None:
+    """A record given a ``mac`` in a log that declares no MAC chain — the chain rehashed
+    after it, so that only rule 6 can catch it — is named, on whichever path checks the
+    run it lies in (a long run is checked as a whole, not line by line)."""
+    path = plain.files[0]
+    recs = records(path)
+    n = {"first": 2, "middle": len(recs) // 2, "last": len(recs)}[where]
+    assert len(recs) > 300  # several runs of lines, so the mac can be inside one
+    prev = recs[n - 2]["hash"] if n > 1 else GENESIS
+    lines = [line_of(rec) for rec in recs[:n - 1]]
+    for i, rec in enumerate(recs[n - 1:], start=n):
+        if i == n:
+            rec["mac"] = "ab" * 32
+        if i > 1:
+            rec["prev"] = prev
+        rec = rehash(rec)
+        prev = rec["hash"]
+        lines.append(line_of(rec))
+    write_lines(path, lines)
+    for parallel in (False, True):
+        result = verify_file(path, parallel=parallel)
+        assert (result.ok, result.first_bad_line, result.problem) == (False, n, "mac")
+        assert "declares no MAC chain" in (result.reason or "")
+
+
 def test_key_file_format(tmp_path: Path) -> None:
     good = tmp_path / "k"
     good.write_text(f"# comment\n{KEY_HEX[:32]}\n  {KEY_HEX[32:]}  \n")

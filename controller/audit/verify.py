@@ -63,9 +63,8 @@ _MARKED = bytes.maketrans(b".E+-", b"????")
 #: string, where it is escaped) becomes the comma between two records
 _MARKED_RUN = bytes.maketrans(b".E+-\n", b"????,")
 _SORTED = orjson.OPT_SORT_KEYS
-_FIELDS = operator.itemgetter("hash", "kind", "prev", "seq", "ts")
+_HASH, _KIND, _PREV, _SEQ, _TS = map(operator.itemgetter, ("hash", "kind", "prev", "seq", "ts"))
 _RAW = operator.itemgetter(0)
-_HAS_MAC = operator.methodcaller("__contains__", "mac")
 _HEXDIGEST = operator.methodcaller("hexdigest")
 #: lines checked as one run by :meth:`_State.block`
 BLOCK_LINES = 128
@@ -599,8 +598,10 @@ class _State:
         types, its hash on its raw bytes, its MAC, its link."""
         if not raws[-1].endswith(b"\n"):
             return False
-        joined = b"".join(raws).translate(_MARKED_RUN)  # each line's newline now a comma
-        marked = b"".join((b"[", memoryview(joined)[:-1], b"]"))
+        # each line's newline now a comma, the last one the array's end; a bytearray's
+        # translate takes a third less time than a bytes' here, and the join is the one copy
+        marked = bytearray().join([b"[", *raws]).translate(_MARKED_RUN)
+        marked[-1] = 93  # "]"
         try:
             records = orjson.loads(marked)
         except orjson.JSONDecodeError:
@@ -680,17 +681,22 @@ class _State:
         match and the run goes to the line-by-line path, which finds the right one."""
         n = len(records)
         try:  # not a dict (TypeError) or a field missing (KeyError): line by line
-            digests, kinds, prevs, seqs, stamps = zip(*map(_FIELDS, records), strict=True)
+            for record in records:  # a plain loop: faster here than any(map(...)) by half
+                if "mac" in record:  # no MAC in this log: any is for the exact checks
+                    return False
+            digests = list(map(_HASH, records))
+            prevs = list(map(_PREV, records))
+            seqs = list(map(_SEQ, records))
+            kinds = set(map(type, map(_KIND, records)))
+            stamps = set(map(type, map(_TS, records)))
         except (KeyError, TypeError):
             return False
         first = self.last_seq + 1
         # (a hash that is not a str fails its comparison with a hexdigest below, and a prev
         # must equal the hash before it)
-        if (seqs != tuple(range(first, first + n)) or set(map(type, seqs)) != {int}
-                or set(map(type, kinds + stamps)) != {str}
+        if (seqs != list(range(first, first + n)) or set(map(type, seqs)) != {int}
+                or kinds != {str} or stamps != {str}
                 or prevs[0] != self.last_hash or prevs[1:] != digests[:-1]):
-            return False
-        if any(map(_HAS_MAC, records)):  # no MAC in this log: any is for the exact checks
             return False
         sha256 = hashlib.sha256
         for raw, digest in zip(raws, digests, strict=True):
