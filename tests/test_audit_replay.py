@@ -146,6 +146,26 @@ def test_context_difference_is_reported(tmp_path: Path) -> None:
     assert diff.seq == seq and "context" in diff.what
 
 
+def test_an_outputs_context_difference_names_the_engines_context(tmp_path: Path) -> None:
+    """An output whose logged context is not the one the engine had after its input: the
+    difference names both, the engine's as table, shoe, round and state."""
+    path = _log(tmp_path, "gr-blackjack", day_events(load_profile("gr-blackjack"), DAY))
+    found: list[dict] = []
+
+    def other_state(rec: dict) -> None:
+        found.append(dict(rec))
+        rec["state"] = "closed"
+
+    seq = _doctor(path, lambda r: r["kind"] == "output" and r["round"] == 3
+                  and r["state"] != "closed", other_state)
+    (diff,) = replay([path]).differences
+    (true,) = found
+    assert diff.seq == seq and diff.what == "the context of the output differs"
+    assert diff.logged == {"table": true["table"], "shoe": true["shoe"], "round": 3,
+                           "state": "closed"}
+    assert diff.replayed == {k: true[k] for k in ("table", "shoe", "round", "state")}
+
+
 def test_replay_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     path = _log(tmp_path, "gr-chemin-de-fer", day_events(load_profile("gr-chemin-de-fer"), DAY))
     assert main(["audit", "replay", str(path)]) == 0

@@ -83,8 +83,9 @@ class Replayer:
     _input_rec: LogRecord | None = None
     _replayed: list[dict[str, Any]] = field(default_factory=list)
     _logged: list[tuple[LogRecord, Any]] = field(default_factory=list)
-    _after: dict[str, Any] | None = None  # the engine's context after the last input
-    _after_key: tuple[Any, ...] | None = None  # its table, shoe, round, state
+    #: the engine's context after the last input (what its outputs carry): table, shoe,
+    #: round, state
+    _after_key: tuple[Any, ...] | None = None
 
     def feed(self, rec: LogRecord) -> None:
         kind = rec.record.get("kind")
@@ -131,7 +132,7 @@ class Replayer:
         self.session.start(r.get("table"))
         self.headers += 1
         self._input_rec = None
-        self._after = self._after_key = None
+        self._after_key = None
         software = r.get("software")
         if isinstance(software, dict) and software.get("version") != __version__:
             self.notes.append(f"{os.path.basename(rec.file)}:{rec.line}: the log was written by "
@@ -168,22 +169,23 @@ class Replayer:
                                                rec.record.get("event")))
             return
         outputs = self.session.feed(event, line=rec.record.get("line"))
-        self._replayed = [o.to_record() for o in outputs]
-        self._after = after = self.session.engine.context()  # what its outputs carry
-        self._after_key = _logged_key(after) if len(after) == len(CONTEXT) else None
+        self._replayed = [o.to_record() for o in outputs] if outputs else []
+        self._after_key = self.session.engine.context_key()
 
     def _output(self, rec: LogRecord) -> None:
         self.outputs += 1
         r = rec.record
         self._logged.append((rec, r.get("output")))
         if self.session is not None and _logged_key(r) != self._after_key:
-            self._context_check(rec, "of the output", self._after)  # names the difference
+            self._context_check(rec, "of the output",  # names the difference
+                                None if self._after_key is None
+                                else dict(zip(CONTEXT, self._after_key, strict=True)))
 
     def _flush(self) -> None:
         logged, replayed = self._logged, self._replayed
-        self._logged, self._replayed = [], []
-        if not logged and not replayed:
+        if not logged and not replayed:  # (a card's input: no outputs either side)
             return
+        self._logged, self._replayed = [], []
         if len(logged) == len(replayed) and list(map(_OUTPUT, logged)) == replayed:
             return  # the usual case: the same outputs (no encoding, no diff)
         anchor = self._input_rec
@@ -226,7 +228,7 @@ def _logged_key(record: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
         return record.get("table"), record.get("shoe"), record.get("round"), record.get("state")
 
 
-_CONTEXT_KEY = operator.itemgetter("table", "shoe", "round", "state")
+_CONTEXT_KEY = operator.itemgetter(*CONTEXT)
 
 
 def _key(value: Any) -> str:

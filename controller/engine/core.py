@@ -197,6 +197,11 @@ class TableEngine:
         """What every audit record carries: table, shoe cycle, round and state."""
         return {"table": self.table, "shoe": self.shoe, "round": self.round, "state": self._state}
 
+    def context_key(self) -> tuple[str | None, int, int, str]:
+        """:meth:`context`'s values as one tuple, in the order table, shoe, round, state (a
+        replay compares it with each record's, where a dict would be built per input)."""
+        return self.table, self.shoe, self.round, self._state
+
     def accounting(self) -> Accounting:
         return self._shoe.accounting()
 
