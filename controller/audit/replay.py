@@ -177,9 +177,9 @@ class Replayer:
         r = rec.record
         self._logged.append((rec, r.get("output")))
         if self.session is not None and _logged_key(r) != self._after_key:
-            self._context_check(rec, "of the output",  # names the difference
-                                None if self._after_key is None
-                                else dict(zip(CONTEXT, self._after_key, strict=True)))
+            # names the difference: the engine's context now is the one it left after the
+            # last input (no input is fed between an input and its outputs)
+            self._context_check(rec, "of the output")
 
     def _flush(self) -> None:
         logged, replayed = self._logged, self._replayed
