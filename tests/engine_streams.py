@@ -18,6 +18,7 @@ the engine.
 from __future__ import annotations
 
 import functools
+import pickle
 import random
 import re
 from collections import Counter
@@ -79,18 +80,14 @@ def _day(name: str, seed: int, plan: tuple[tuple[str, Any], ...]) -> tuple[Step,
     return tuple(table_day(prof(name), seed, DayPlan(**dict(plan))))
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
-
-
 def day(name: str, seed: int = 0, **plan: Any) -> list[Step]:
-    """A correct table day (cached), returned as fresh steps whose events may be edited."""
+    """A correct table day (cached), returned as fresh steps whose events may be edited.
+
+    The events are copied by a round trip through pickle: a deep copy of plain dicts
+    and lists, done in C (a Python walk over a day's events cost a test 5 ms)."""
     steps = _day(name, seed, tuple(sorted(plan.items())))
-    return [Step(s.phase, _copy(s.event), s.shoe, s.round) for s in steps]
+    fresh = pickle.loads(pickle.dumps([s.event for s in steps], pickle.HIGHEST_PROTOCOL))
+    return [Step(s.phase, ev, s.shoe, s.round) for s, ev in zip(steps, fresh, strict=True)]
 
 
 def events(steps: Iterable[Step]) -> list[dict[str, Any]]:
@@ -160,6 +157,9 @@ def check_deviation(profile: Profile, dev: Deviation) -> None:
 def check_outputs(engine: TableEngine, before: str, outs: list[Any]) -> None:
     """The output contract of one ``handle`` call."""
     after = engine.state
+    if not outs:  # most events (a card) answer nothing: then nothing may have moved
+        assert after == before, (before, after, outs)
+        return
     for o in outs:
         assert isinstance(o, Transition | Prompt | Note | Deviation), o
     kinds = ["t" if isinstance(o, Transition | Prompt) else "d" for o in outs]

@@ -151,6 +151,25 @@ def test_chart_is_generated_from_the_machine(capsys: pytest.CaptureFixture[str])
     assert "round --> last_round: cut_card" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("name", ["gr-blackjack", "gr-blackjack-shuffler", "gr-stud-poker"])
+def test_the_charted_machine_holds_the_graph_the_engine_runs(name: str) -> None:
+    """The machine is built from the engine's graph when asked for: every (event, state)
+    pair and destination of the graph is one of its transitions, it has no other, and
+    building it mid-day moves nothing (it has no model: the engine keeps the state)."""
+    from engine_streams import day, events, run
+
+    engine = run(name, events(day(name)[:2])).engine
+    state = engine.state
+    machine = engine.machine
+    assert engine.state == state != "closed"
+    charted = {(trigger, source, t.dest)
+               for trigger, event in machine.events.items()
+               for source, ts in event.transitions.items() for t in ts}
+    assert charted == {(trigger, source, dest)
+                       for (trigger, source), dests in engine.graph.items() for dest in dests}
+    assert engine.machine is machine
+
+
 def test_console_script_and_module_agree() -> None:
     result = run("--version")
     assert result.returncode == 0 and result.stdout.startswith("shoewarden ")

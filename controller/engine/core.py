@@ -8,8 +8,8 @@ which holds every input, replays to exactly the same decisions.
 
 The state graph is built per table from its profile: ``graph`` maps (event type,
 state) to the destinations allowed, and a ``transitions`` :class:`~transitions.Machine`
-(``auto_transitions=False``) is built from the same list, so the chart (``shoewarden
-chart``) is drawn from the machine of the graph that runs. A handler method decides
+(``auto_transitions=False``) is built from that graph when first asked for, so the chart
+(``shoewarden chart``) is drawn from the machine of the graph that runs. A handler method decides
 the destination (and the deviations); the destination must be in ``graph`` for that
 event and state, so one missing from the graph can never be reached by accident, and
 the state is then set directly. The machine is not triggered per event: a trigger
@@ -26,9 +26,12 @@ moves on, so one mistake yields one deviation, not a cascade.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from transitions import Machine
 
 from controller.cards import Card, burn_value, parse_card
 from controller.deviations import CATALOG, Deviation, DeviationCode
@@ -41,7 +44,7 @@ from controller.engine.checks import (
     judge_lots,
     openings_from,
 )
-from controller.engine.graph import Graph, Procedure, build, states_for
+from controller.engine.graph import Graph, build, machine_for, states_for
 from controller.engine.prompts import prompt_text
 from controller.engine.resync import Slip, resync
 from controller.engine.shoe import Accounting, Shoe
@@ -134,9 +137,7 @@ class TableEngine:
         self.states = states_for(profile)
         #: the current state, as its plain value (what every record holds)
         self._state: str = CLOSED.value
-        self._model = Procedure(self._get_state, self._set_state)
-        self.graph: Graph
-        self.graph, self.machine = build(profile, self.states, self._model)
+        self.graph: Graph = build(profile, self.states)
         #: the graph with each pair's handler: one look-up per event instead of two
         self._routes: dict[tuple[str, str], tuple[_Handler, tuple[str | None, ...]]] = {
             key: (getattr(TableEngine, "_on_" + key[0]), dests)
@@ -158,11 +159,11 @@ class TableEngine:
 
     # ------------------------------------------------------------------ graph
 
-    def _get_state(self) -> str:
-        return self._state
-
-    def _set_state(self, value: str) -> None:
-        self._state = value
+    @functools.cached_property
+    def machine(self) -> Machine:
+        """The ``transitions`` machine of :attr:`graph`, built when first asked for (the
+        chart draws it; the engine never triggers it)."""
+        return machine_for(self.graph, self.states)
 
     def valid_events(self, state: str | None = None) -> list[str]:
         state = state or self.state

@@ -3,14 +3,13 @@ the ``transitions`` machine built from that, and the chart drawn from the machin
 
 ``graph`` maps (event type, state) to the destinations allowed (``None``: the event is
 handled and the state stays). The :class:`~transitions.Machine` (``auto_transitions=False``)
-is built from the same list, so the chart (``shoewarden chart``) is drawn from the machine
+is built from that graph, so the chart (``shoewarden chart``) is drawn from the machine
 of the graph that runs. The engine looks its decisions up in ``graph`` and does not
 trigger the machine (docs/architecture.md, "Why the engine does not trigger its machine").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from transitions import Machine
@@ -41,23 +40,6 @@ if TYPE_CHECKING:
 
 Graph = dict[tuple[str, str], tuple[str | None, ...]]
 """(event type, state) → the destinations allowed; ``None`` = stay (an internal transition)."""
-
-
-class Procedure:
-    """The model object of the ``transitions`` machine. Its ``state`` is the engine's: the
-    machine reads and sets it through ``get_state`` / ``set_state``, the engine keeps it."""
-
-    def __init__(self, read: Callable[[], str], write: Callable[[str], None]) -> None:
-        self._read = read
-        self._write = write
-
-    @property
-    def state(self) -> str:
-        return self._read()
-
-    @state.setter
-    def state(self, value: str) -> None:
-        self._write(value)
 
 
 def states_for(p: Profile) -> tuple[State, ...]:
@@ -149,31 +131,40 @@ def transitions_for(p: Profile, states: tuple[State, ...]
     return g
 
 
-def build(profile: Profile, states: tuple[State, ...], model: Procedure
-          ) -> tuple[Graph, Machine]:
-    """The graph of ``profile``'s table and the machine built from the same transitions.
-
-    States enter both as their plain values: ``transitions`` names an ``Enum`` state by
-    the member's *name* (``BURN``), and the graph is looked up with the engine's state,
-    a plain ``str``."""
+def build(profile: Profile, states: tuple[State, ...]) -> Graph:
+    """The graph of ``profile``'s table: (event type, state) → the destinations allowed,
+    each pair's destinations in the order :func:`transitions_for` lists them."""
     graph: Graph = {}
-    machine = Machine(
-        model=model,
-        states=[s.value for s in states],
-        initial=CLOSED.value,
-        auto_transitions=False,
-        ignore_invalid_triggers=False,
-    )
     for trigger, sources, dests in transitions_for(profile, states):
         for source in sources:
             for dest in dests:
                 key = (trigger, source.value)
                 to = None if dest is None else dest.value
-                if to in graph.get(key, ()):
-                    continue
-                graph[key] = (*graph.get(key, ()), to)
-                machine.add_transition(trigger, key[1], to)
-    return graph, machine
+                if to not in graph.get(key, ()):
+                    graph[key] = (*graph.get(key, ()), to)
+    return graph
+
+
+def machine_for(graph: Graph, states: tuple[State, ...]) -> Machine:
+    """The ``transitions`` machine of ``graph``: every pair's destinations as transitions,
+    ``auto_transitions=False``. It has no model: the engine keeps its state and never
+    triggers the machine, which is there to be drawn (:func:`mermaid_chart`). Built on
+    demand (``TableEngine.machine``): a machine took 1.5 ms to build, 90 % of an engine's
+    construction, and only the chart reads it.
+
+    States enter as their plain values: ``transitions`` names an ``Enum`` state by the
+    member's *name* (``BURN``), and the graph is keyed by the engine's state, a ``str``."""
+    machine = Machine(
+        model=None,
+        states=[s.value for s in states],
+        initial=CLOSED.value,
+        auto_transitions=False,
+        ignore_invalid_triggers=False,
+    )
+    for (trigger, source), dests in graph.items():
+        for to in dests:
+            machine.add_transition(trigger, source, to)
+    return machine
 
 
 def mermaid_chart(engine: TableEngine) -> str:
