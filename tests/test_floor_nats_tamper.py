@@ -63,11 +63,27 @@ def forge(url: str, table: str, file: str, seq: int, data: bytes) -> None:
     asyncio.run(go())
 
 
-def wait_for(cond, timeout: float = 30) -> None:  # type: ignore[no-untyped-def]
+def wait_for(cond, timeout: float = 30, why=None) -> None:  # type: ignore[no-untyped-def]
+    """Until ``cond()``; on a time-out, ``why()`` says where things stood (a failure seen
+    once in a loaded CI run, never again in 16 runs beside three CPU hogs, said only
+    "timed out")."""
     deadline = time.monotonic() + timeout
     while not cond():
-        assert time.monotonic() < deadline, "timed out"
+        assert time.monotonic() < deadline, f"timed out: {why() if why else ''}"
         time.sleep(0.05)
+
+
+def standing(floor: Floor, consumer: NatsConsumer, fwd: Forwarder, url: str) -> str:
+    """Where the floor, its consumer and the forwarder stand (for a time-out's message)."""
+    with floor.lock:
+        files = {f"{t}/{name}": (p.seq, p.offset, p.broken)
+                 for t, w in floor.tables.items() for name, p in w.files.items()}
+        alerts = sorted(a.code for a in floor.alerts.values())
+    return (f"floor files {files}, alerts {alerts}; consumer received {consumer.received} "
+            f"duplicates {consumer.duplicates} held {consumer.held} failures "
+            f"{consumer.failures} ready {len(consumer._ready)} asked {consumer._asked}; "
+            f"forwarder {dict(fwd.cursors)} duplicates {fwd.duplicates}; stream "
+            f"{len(stream_messages(url))} messages")
 
 
 def _table_and_floor(tmp_path: Path, nats_server: NatsServer, pg_server: PostgresServer
@@ -104,7 +120,8 @@ def test_a_forged_record_with_a_valid_message_id_is_refused_and_the_true_chain_k
         forge(nats_server.url, "BP-01", target.name, cut + 1, forged)  # ahead of the table
         append(target, b"".join(lines[cut:]))
         wait_for(lambda: fwd.cursors["BP-01"].seq == len(lines))
-        wait_for(lambda: any(a.code == "CHAIN_BREAK" for a in floor.alerts.values()))
+        wait_for(lambda: any(a.code == "CHAIN_BREAK" for a in floor.alerts.values()),
+                 why=lambda: standing(floor, consumer, fwd, nats_server.url))
         time.sleep(1)  # what comes after the forgery has had its chance to go in
     finally:
         fwd.stop()
