@@ -119,6 +119,70 @@ def backlog_from_stream(day: Path, work: Path, url: str, nats_url: str, total: i
     return consumer.received, elapsed, published
 
 
+def transport_floor(nats_url: str, total: int) -> tuple[int, float]:
+    """The stream's own floor, measured on the same stream as ``backlog_from_stream``: the
+    least a consumer of this design does per record, with nothing indexed — a durable
+    consumer of its own (the floor's settings), pull requests of the floor's batch kept
+    out as the floor keeps them, each message's ``Nats-Msg-Id`` read and the message
+    acknowledged. No floor process can drain the stream faster than nats-py does this on
+    the same machine. Returns (records, seconds)."""
+    import asyncio
+
+    import orjson
+    from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+    from floor.consume import ACK_WAIT, BATCH, record_id
+    from floor.forward import AUDIT_SUBJECT, STREAM
+
+    async def drain() -> tuple[int, float]:
+        nc = await Connection([nats_url]).connect()
+        js = nc.jetstream()
+        durable = "bench-transport-floor"
+        await js.add_consumer(STREAM, config=ConsumerConfig(
+            name=durable, durable_name=durable, filter_subject=f"{AUDIT_SUBJECT}.>",
+            ack_policy=AckPolicy.EXPLICIT, deliver_policy=DeliverPolicy.ALL,
+            ack_wait=ACK_WAIT, max_ack_pending=20_000))
+        ready: list[Any] = []
+        arrived = asyncio.Event()
+
+        async def arrive(msg: Any) -> None:
+            if msg.data:  # (a request's end is a status with no data)
+                ready.append(msg)
+                arrived.set()
+
+        inbox = nc.new_inbox()
+        await nc.subscribe(inbox, cb=arrive)
+        request = orjson.dumps({"batch": BATCH, "expires": int(2e9)})
+        subject = f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{durable}"
+        taken = asked = 0
+        t0 = time.perf_counter()
+        deadline = time.monotonic() + 600
+        while taken < total:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"floor NATS bench: the transport floor took {taken} of "
+                                 f"{total} records in 600 s")
+            if asked - taken < 2 * BATCH:  # two requests out, as the floor keeps them
+                await nc.publish(subject, request, reply=inbox)
+                asked += BATCH
+            if not ready:
+                arrived.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(arrived.wait(), 1.0)
+                continue
+            batch = ready[:]
+            ready.clear()
+            for msg in batch:
+                if record_id(msg) is None:
+                    raise SystemExit("floor NATS bench: a record without its table:file:seq")
+                await msg.ack()
+            taken += len(batch)
+        elapsed = time.perf_counter() - t0
+        await nc.close()
+        return taken, elapsed
+
+    return asyncio.run(drain())
+
+
 # --------------------------------------------------------------------------- alert latency
 
 
@@ -361,11 +425,18 @@ def main(argv: list[str] | None = None) -> int:
         n2, s2, pub = backlog_from_stream(work / "day", work, pg.new_database(), broker.url,
                                           records)
         rate2 = n2 / s2
+        n3, s3 = transport_floor(broker.url, records)
+        rate3 = n3 / s3
         print(f"backlog into PostgreSQL from the stream (floor --nats: pull, verify, fold, "
               f"commit, then ack each): {n2:,} records in {s2:.2f} s = {rate2:,.0f} "
               f"records/s (target >= {TARGET_RATE:,}: "
               f"{targets.mark('backlog from the stream', rate2 >= TARGET_RATE)}); the "
               f"forwarder published them in {pub:.1f} s = {records / pub:,.0f} records/s")
+        print(f"  the stream's own floor, same stream, same run (nats-py: pull, read each "
+              f"Nats-Msg-Id, ack each; nothing checked or indexed): {n3:,} records in "
+              f"{s3:.2f} s = {rate3:,.0f} records/s; the floor takes {rate3 / rate2:.2f}x its "
+              f"time" + ("; the target is beyond the transport alone on this machine"
+                          if rate3 < TARGET_RATE else ""))
         latencies, failures = alert_latency(args.live_tables, args.publishers, args.pace,
                                             args.events, work, broker.url, pg.new_database())
         if len(latencies) >= 2:
