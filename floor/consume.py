@@ -258,13 +258,21 @@ class NatsConsumer:
         before it (committed, acknowledged), and the rest of the batch waits for that
         floor's commit (:meth:`_await_progress`) instead of going back to the stream."""
         runs: list[tuple[tuple[str, str], list[tuple[int, Any]]]] = []
+        by_file: dict[tuple[str, str], list[tuple[int, Any]]] = {}
         done: set[int] = set()  # id() of the messages answered
         shared = self.floor.store.shared
         try:
             # in stream order: a batch may hold a killed floor's records, delivered again
             # after the ack wait, behind the records that follow them; taken as delivered,
             # the first of those would be held back with everything after it, the records
-            # it follows too, and come back in the same order, batch after batch
+            # it follows too, and come back in the same order, batch after batch.
+            # One run per file, in the order the files first appear: live, the tables'
+            # records interleave one by one, and a run per stretch of one file made a batch
+            # of 365 records from 49 tables 352 runs — a chain check and a position written
+            # to the database each, 170–290 ms of round trips while the next records
+            # waited (measured: alert latency p99 0.25 → 1.1 s on a busy machine). A file's
+            # records keep their order, and a table's files theirs (the forwarder sends a
+            # file only after the one before it).
             for msg in sorted(msgs, key=stream_sequence):
                 parsed = record_id(msg)
                 if parsed is None:  # not a record the forwarder sent: nothing to index
@@ -274,10 +282,11 @@ class NatsConsumer:
                     done.add(id(msg))
                     continue
                 table, file, seq = parsed
-                if runs and runs[-1][0][0] == table and runs[-1][0][1] == file:
-                    runs[-1][1].append((seq, msg))
-                else:
-                    runs.append(((table, file), [(seq, msg)]))
+                run = by_file.get((table, file))
+                if run is None:
+                    run = by_file[(table, file)] = []
+                    runs.append(((table, file), run))
+                run.append((seq, msg))
             while runs:
                 # (to ack, (seq, message) to hold back)
                 settled: list[tuple[list[Any], list[tuple[int, Any]]]] = []

@@ -522,12 +522,12 @@ class Floor:
             live = self._live_rows(runs) if self.keep_records else []
         for event in events:
             self.publish(event)
-        for row in live:
+        if live:
             try:
-                self.store.save_live(*row)
+                self.store.save_lives(live)
             except Exception:  # derived from the records: the next run writes it again
-                log.warning("floor: the live state of %s could not be saved", row[0],
-                            exc_info=True)
+                log.warning("floor: the live state of %s could not be saved",
+                            ", ".join(dict.fromkeys(row[0] for row in live)), exc_info=True)
 
     def _live_rows(self, runs: list[tuple[RunCommit, bool]]) -> list[tuple[Any, ...]]:
         """For each table the runs changed: its live state (the ``/api/tables`` row) and

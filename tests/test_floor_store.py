@@ -7,6 +7,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pytest_mock import MockerFixture
 
 from floor.alerts import AlertDraft
 from floor.store import (
@@ -131,4 +132,36 @@ def test_a_group_that_fails_leaves_nothing_and_the_next_one_goes_in(
     store.stage(good)
     store.commit_runs([good])
     assert _count(url) == 1 and [p.seq for p in store.positions()] == [1]
+    store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_live_state_of_several_tables_is_saved_at_once_as_each_alone(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest,
+        mocker: MockerFixture) -> None:
+    """A commit's live rows go in one call (PostgreSQL: one pipeline, one round trip):
+    what is stored is what one call per row stored — the newest file's state last, every
+    round touched, a round once ended staying ended."""
+    url = (f"sqlite:///{tmp_path / 'f.sqlite'}" if backend == "sqlite"
+           else request.getfixturevalue("pg_server").new_database())
+    store = open_store(url)
+    old, new = "BJ-01-2026-11-21.jsonl", "BJ-01-2026-11-22.jsonl"
+    store.save_live("PB-02", "PB-02-2026-11-22.jsonl", 3, "t0", b'{"n":0}',
+                    [(1, 1, 2, 9, "t0", "Banco 7")])  # an earlier commit: round 1 ended
+    if backend == "postgresql":
+        pipelines = mocker.spy(type(store.db), "pipeline")
+    store.save_lives([
+        ("BJ-01", old, 40, "t1", b'{"n":1}', [(2, 7, 30, 35, "t1", "dealer 19")]),
+        ("BJ-01", new, 40, "t1", b'{"n":1}', [(1, 1, 3, None, "t1", None)]),
+        ("PB-02", "PB-02-2026-11-22.jsonl", 12, "t2", b'{"n":2}',
+         [(1, 1, 2, None, "t2", None), (1, 2, 10, None, "t2", None)]),
+    ])
+    if backend == "postgresql":
+        assert pipelines.call_count == 1
+    assert [(t, f, s, j) for t, f, s, j in store.live_state()] == [
+        ("BJ-01", new, 40, {"n": 1}), ("PB-02", "PB-02-2026-11-22.jsonl", 12, {"n": 2})]
+    assert store.rounds_of("BJ-01") == [(old, 2, 7, 30, 35, "dealer 19"),
+                                        (new, 1, 1, 3, None, None)]
+    assert store.rounds_of("PB-02") == [("PB-02-2026-11-22.jsonl", 1, 1, 2, 9, "Banco 7"),
+                                        ("PB-02-2026-11-22.jsonl", 1, 2, 10, None, None)]
     store.close()
