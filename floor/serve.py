@@ -33,11 +33,32 @@ def host_port(text: str) -> tuple[str, int]:
     return (host.strip("[]") or "0.0.0.0"), number
 
 
+def _close_streams(app: Any) -> None:
+    """End the app's open event streams (its :class:`floor.web.Hub`, if it has one)."""
+    hub = getattr(getattr(app, "state", None), "hub", None)
+    if hub is not None:
+        hub.close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, ending the app's open event streams as a signal stops it.
+
+    An event stream never ends by itself: uvicorn's graceful shutdown waited for it, then
+    cancelled it after ``timeout_graceful_shutdown`` and logged the cancellation as
+    "Exception in ASGI application" with a traceback — on every stop of a floor a browser
+    was watching (``systemctl stop``, Ctrl-C). Ended first, each stream finishes as a
+    normal response and the browser reconnects to whichever floor serves it next."""
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        _close_streams(self.config.app)
+        super().handle_exit(sig, frame)
+
+
 def server(app: Any, host: str, port: int) -> uvicorn.Server:
-    # open event streams never end by themselves: a shutdown cancels them after a second
+    # (a stream still open after a second, a client that does not read, is cancelled)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=1)
-    return uvicorn.Server(config)
+    return _Server(config)
 
 
 class ServerThread:
@@ -68,8 +89,6 @@ class ServerThread:
         return int(self.server.config.port)
 
     def stop(self) -> None:
-        hub = getattr(getattr(self.app, "state", None), "hub", None)
-        if hub is not None:
-            hub.close()  # open event streams end, so the shutdown need not cancel them
+        _close_streams(self.app)  # open event streams end, so the shutdown need not cancel them
         self.server.should_exit = True
         self.thread.join(timeout=10)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -65,12 +66,37 @@ def test_the_floor_command_serves_the_tables_it_follows(tmp_path: Path) -> None:
                     tables = httpx.get(f"http://127.0.0.1:{port}/api/tables", timeout=2).json()
                 except httpx.HTTPError:
                     continue
+                break
             time.sleep(0.1)
         assert [t["table"] for t in tables] == ["BP-01"]
         assert (tmp_path / "floor" / "floor.sqlite").exists()
-    finally:
+        # a browser watching the live stream when the floor is stopped (systemctl stop):
+        # the stream ends as a response, the floor exits at once and says nothing alarming
+        opened = threading.Event()
+        ended: list[bytes] = []
+
+        def watch() -> None:
+            with httpx.stream("GET", f"http://127.0.0.1:{port}/api/events",
+                              timeout=30) as r:
+                for chunk in r.iter_bytes():
+                    opened.set()
+                    ended.append(chunk)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        assert opened.wait(10)
         proc.terminate()
-        proc.wait(20)
+        # (uvicorn raises the signal again once it has shut down: systemd's clean stop)
+        assert proc.wait(20) in (0, -signal.SIGTERM)
+        watcher.join(10)
+        assert not watcher.is_alive()  # the stream ended, not cut by a time-out
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        assert "Traceback" not in err and "Exception in ASGI application" not in err, err
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(20)
 
 
 def _listening_ports(pid: int) -> list[int]:
