@@ -186,6 +186,37 @@ class HoldBack:
         return out
 
 
+class LinkReport:
+    """What nats-py says of the link, as the operator should read it: one line when the
+    servers cannot be reached (at the start, or reconnecting after the link dropped), one
+    when they are again. (A drop that a reconnect mends at once is not news, and a close
+    of our own is not trouble: nats-py's ``disconnected_cb`` fires on both.)
+
+    nats-py's default error callback logs every failed attempt with its traceback: with the
+    broker down, a table's forwarder (a child process writing to the dealer's terminal) and
+    the floor printed one every 0.5 s, as long as the outage lasted."""
+
+    def __init__(self, servers: list[str]) -> None:
+        self.where = ", ".join(servers)
+        self.trouble: str | None = None  # what was reported and has not cleared since
+
+    def _say(self, text: str) -> None:
+        if text != self.trouble:
+            self.trouble = text
+            log.warning("NATS %s: %s; trying again every 0.5 s", self.where, text)
+
+    async def error(self, exc: Exception) -> None:
+        self._say(f"cannot reach the broker: {str(exc) or type(exc).__name__}")
+
+    def connected(self) -> None:
+        if self.trouble is not None:
+            self.trouble = None
+            log.warning("NATS %s: connected", self.where)
+
+    async def reconnected(self) -> None:
+        self.connected()
+
+
 @dataclass
 class Connection:
     """How to reach the NATS servers: URLs (several for a cluster), credentials, TLS; and
@@ -195,6 +226,8 @@ class Connection:
     creds: str | None = None
     tls_ca: str | None = None
     disclosure: str = "live"
+    #: the link's trouble told once per outage, across the connections made through this
+    report: LinkReport | None = field(default=None, repr=False, compare=False)
 
     async def connect(self) -> Any:
         import ssl
@@ -206,9 +239,15 @@ class Connection:
             kw["user_credentials"] = self.creds
         if self.tls_ca or any(s.startswith("tls://") for s in self.servers):
             kw["tls"] = ssl.create_default_context(cafile=self.tls_ca)
-        return await nats.connect(servers=self.servers, connect_timeout=2,
-                                  reconnect_time_wait=0.5, max_reconnect_attempts=-1,
-                                  allow_reconnect=True, **kw)
+        if self.report is None:
+            self.report = LinkReport(self.servers)
+        report = self.report
+        nc = await nats.connect(servers=self.servers, connect_timeout=2,
+                                reconnect_time_wait=0.5, max_reconnect_attempts=-1,
+                                allow_reconnect=True, error_cb=report.error,
+                                reconnected_cb=report.reconnected, **kw)
+        report.connected()
+        return nc
 
 
 async def ensure_stream(js: Any) -> None:

@@ -116,3 +116,34 @@ def test_forward_on_the_command_line(nats_server: NatsServer, tmp_path: Path) ->
     assert "Traceback" not in bad.stderr
 
 
+
+
+def test_a_broker_out_of_reach_is_one_line_and_its_return_another_never_a_traceback(
+        tmp_path: Path) -> None:
+    """The broker down when the forwarder starts (a table's child writes to the dealer's
+    terminal): one line saying it cannot be reached, however many attempts; one when it
+    is reached; then every record goes."""
+    path = table_log(tmp_path / "logs")
+    broker = NatsServer(tmp_path)
+    broker.kill()  # its port known, nothing listening there yet
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller", "forward", "--logs", str(tmp_path / "logs"),
+         "--publish", broker.url], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        time.sleep(2.0)  # four attempts or more at 0.5 s
+        assert proc.poll() is None
+        broker.start()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        broker.stop()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "encountered error" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err
+    assert f"NATS {broker.url}: cannot reach the broker" in lines[0]
+    assert lines[1].endswith(f"NATS {broker.url}: connected")
+    n = len(path.read_bytes().splitlines())
+    assert f"{n} record(s) published" in out, out
