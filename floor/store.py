@@ -105,6 +105,10 @@ ALERT_COLUMNS = ("id, table_id, file, seq, code, severity, message, rule, ts, ac
                  "acked_at, note")
 #: a statement's rows, read when asked (:meth:`SqlIndex._later`)
 Rows = Callable[[], list[tuple[Any, ...]]]
+#: a table's live state as :meth:`SqlIndex.save_live` takes it: table, file, seq, ts, the
+#: summary (JSON), the rounds touched (shoe, round, start seq, end seq, ts, result)
+LiveRow = tuple[str, str, int, str | None, bytes,
+                Sequence[tuple[int, int, int, int | None, str, str | None]]]
 
 
 class SqlIndex(ABC):
@@ -260,9 +264,7 @@ class SqlIndex(ABC):
                     "rounds.end_seq), result = coalesce(excluded.result, rounds.result)"),
                     (table, file, *r))  # a round once ended stays ended (a slower floor)
 
-    def save_lives(self, rows: Sequence[tuple[str, str, int, str | None, bytes,
-                                              Sequence[tuple[int, int, int, int | None, str,
-                                                             str | None]]]]) -> None:
+    def save_lives(self, rows: Sequence[LiveRow]) -> None:
         """Several :meth:`save_live` at once, as a commit leaves them (PostgreSQL: one round
         trip, :meth:`_batched`). A failure leaves the rest unsaved too: the live state is
         derived from the committed records, and the table's next run writes it again."""
