@@ -155,7 +155,12 @@ class NatsConsumer:
                 # commit holds up this loop: the server sends it meanwhile
                 await self._ask(nc)
                 await asyncio.sleep(0)
+                # more records already here: the tables' live states wait (up to 0.1 s) for
+                # the commits behind them, not a round trip after every batch
+                self.floor.defer_live = bool(self._ready)
                 await self._take(msgs)
+                if not self._ready:
+                    self.floor.save_live_states()
                 now = time.monotonic()
                 if now - synced >= SYNC_EVERY:  # what the other floor processes committed
                     synced = now
@@ -164,6 +169,7 @@ class NatsConsumer:
                 self.failures += 1
                 log.info("floor: NATS: %s: retrying", exc)
                 await asyncio.sleep(0.25)
+        self.floor.save_live_states()  # (the last ones, when the floor stops)
         if nc is not None:
             with contextlib.suppress(Exception):
                 await self._sub.unsubscribe()

@@ -43,7 +43,7 @@ from floor.alerts import (
     from_deviation,
 )
 from floor.follow import READ_SLICE, Chunk, LogFile, file_size, read_new, scan
-from floor.store import FilePosition, RunCommit, SqlIndex
+from floor.store import FilePosition, LiveRow, RunCommit, SqlIndex
 from floor.tablestate import TableState
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,9 @@ Publish = Callable[[dict[str, Any]], None]
 #: grown); between listings it reads only each table's newest file: a floor of hundreds of
 #: tables polls a few hundred file sizes every 20 ms, not every directory
 RESCAN_EVERY = 0.5
+#: while :attr:`Floor.defer_live` (a consumer with records already waiting), the tables'
+#: live states are saved at most this often (seconds), the newest of each
+LIVE_EVERY = 0.1
 
 
 def utc_now() -> str:
@@ -133,6 +136,14 @@ class Floor:
         #: transport publishes them: floor.consume) collects them for publication
         self.witness = witness
         self.witness_outbox: list[Checkpoint] | None = None
+        #: the tables' live states committed and not saved yet, the newest of each (table,
+        #: file); saved after every commit, or — while ``defer_live`` is set by a consumer
+        #: that has more records waiting — every LIVE_EVERY s and when it has none
+        #: (:meth:`save_live_states`): for other floor processes to serve; this one serves
+        #: from memory, and alerts never wait for it
+        self._live: dict[tuple[str, str], LiveRow] = {}
+        self._live_saved = 0.0
+        self.defer_live = False
         self.tables: dict[str, TableWatch] = {}
         self.alerts: dict[int, Alert] = {}
         self.lock = threading.RLock()  # tables and alerts: the follower writes, the web reads
@@ -522,14 +533,31 @@ class Floor:
             live = self._live_rows(runs) if self.keep_records else []
         for event in events:
             self.publish(event)
-        if live:
-            try:
-                self.store.save_lives(live)
-            except Exception:  # derived from the records: the next run writes it again
-                log.warning("floor: the live state of %s could not be saved",
-                            ", ".join(dict.fromkeys(row[0] for row in live)), exc_info=True)
+        for row in live:
+            key = (row[0], row[1])
+            waiting = self._live.pop(key, None)  # (re-inserted: the newest file last)
+            if waiting is not None and waiting[5]:  # rounds an earlier commit touched
+                rounds = {(r[0], r[1]): r for r in waiting[5]}
+                rounds.update({(r[0], r[1]): r for r in row[5]})
+                row = (row[0], row[1], row[2], row[3], row[4], list(rounds.values()))
+            self._live[key] = row
+        if not self.defer_live or time.monotonic() - self._live_saved >= LIVE_EVERY:
+            self.save_live_states()
 
-    def _live_rows(self, runs: list[tuple[RunCommit, bool]]) -> list[tuple[Any, ...]]:
+    def save_live_states(self) -> None:
+        """Save the tables' live states that wait (:attr:`_live`), in one call."""
+        rows = list(self._live.values())
+        self._live.clear()
+        self._live_saved = time.monotonic()
+        if not rows:
+            return
+        try:
+            self.store.save_lives(rows)
+        except Exception:  # derived from the records: the next run writes it again
+            log.warning("floor: the live state of %s could not be saved",
+                        ", ".join(dict.fromkeys(row[0] for row in rows)), exc_info=True)
+
+    def _live_rows(self, runs: list[tuple[RunCommit, bool]]) -> list[LiveRow]:
         """For each table the runs changed: its live state (the ``/api/tables`` row) and
         the rounds they touched, as :meth:`~floor.store.SqlIndex.save_live` takes them."""
         since: dict[tuple[str, str], int] = {}
@@ -537,7 +565,7 @@ class Floor:
             if run.rows:
                 key = (run.pos.table, run.pos.file)
                 since[key] = min(since.get(key, run.rows[0][0]), run.rows[0][0])
-        out = []
+        out: list[LiveRow] = []
         for table in dict.fromkeys(t for t, _ in since):
             st = self._watch(table).state
             touched = {}

@@ -8,12 +8,15 @@ private server (tests/servers.py).
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
+from pytest_mock import MockerFixture
 
+import floor.core
 from controller.audit import open_table_log, verify_set
 from controller.audit.files import table_files
 from floor.alerts import CHAIN_BREAK, CHAIN_NEW, LOG_REWRITTEN, TABLE_SILENT
@@ -345,3 +348,33 @@ def test_records_appended_to_a_file_after_the_table_moved_on_are_an_alert(
     (alert,) = floor.alerts.values()
     assert alert.code == CHAIN_BREAK and alert.seq == 11
     assert "after the table had moved on" in alert.message
+
+
+def test_live_states_deferred_over_several_commits_are_saved_once_as_commit_by_commit(
+        day_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        mocker: MockerFixture) -> None:
+    """A consumer with records waiting (``defer_live``) saves the tables' live states once
+    for several commits, and what it saves is what saving after every commit left: the
+    newest state, and every round any of the commits touched."""
+    monkeypatch.setattr(floor.core, "LIVE_EVERY", 3600.0)
+    source = day_log.read_bytes()
+    cuts = [len(source) // 3, 2 * len(source) // 3]
+    floors = {}
+    for name, defer in (("busy", True), ("each", False)):
+        target = tmp_path / name / "logs" / "BP-01" / day_log.name
+        floors[name] = (open_floor([target.parent.parent], tmp_path / name), target,
+                        grow(source, target, cuts))
+        floors[name][0].defer_live = defer
+    busy = floors["busy"][0]
+    busy._live_saved = time.monotonic()
+    saves = mocker.spy(busy.store, "save_lives")
+    for i in range(len(cuts) + 1):
+        for fl, target, pieces in floors.values():
+            append(target, pieces[i])
+            assert drain(fl) > 0
+    assert saves.call_count == 0 and busy.store.live_state() == []
+    busy.save_live_states()
+    assert saves.call_count == 1
+    each = floors["each"][0]
+    assert busy.store.live_state() == each.store.live_state() != []
+    assert busy.store.rounds_of("BP-01") == each.store.rounds_of("BP-01") != []
