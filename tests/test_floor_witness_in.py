@@ -72,7 +72,10 @@ def _bench_beside_a_floor(checked_with: str, tmp_path: Path, nats_server: NatsSe
     try:
         bench = subprocess.run(
             [sys.executable, "-m", "controller", "bench", "--profile", "gr-blackjack",
-             "--shoes", "1", "--seed", "5", "--pace", "0.01", "--log", str(logs),
+             # a step every 20 ms: the day lasts about 8 s, some 16 of the table's polls of
+             # the witness subject (every 0.5 s); at 10 ms a run beside the rest of the
+             # suite once saw 2 new checkpoints where 7 is usual
+             "--shoes", "1", "--seed", "5", "--pace", "0.02", "--log", str(logs),
              "--table", "BJ-01", "--publish", nats_server.url, "--witness-from",
              nats_server.url, "--witness-public", str(public), "--no-progress"], cwd=ROOT,
             capture_output=True, text=True, timeout=240)
