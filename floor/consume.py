@@ -276,7 +276,7 @@ class NatsConsumer:
             # records interleave one by one, and a run per stretch of one file made a batch
             # of 365 records from 49 tables 352 runs — a chain check and a position written
             # to the database each, 170–290 ms of round trips while the next records
-            # waited (measured: alert latency p99 0.25 → 1.1 s on a busy machine). A file's
+            # waited (measured: alert latency p99 up to 1.1 s on a busy machine). A file's
             # records keep their order, and a table's files theirs (the forwarder sends a
             # file only after the one before it).
             for msg in sorted(msgs, key=stream_sequence):
