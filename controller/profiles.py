@@ -31,6 +31,7 @@ BurnMode = Literal["none", "five", "by-value"]
 ExposedHandling = Literal["burn", "use"]
 ExposedFirst = Literal["continue", "dummy-round"]
 Tableau = Literal["punto-banco", "chemin-de-fer", "none"]
+BankStood = Literal["draw", "option"]
 Peek = Literal["none", "ace"]
 SplitSecondCards = Literal["sequential", "both-first"]
 Double = Literal["none", "total-11-or-less", "any-two"]
@@ -222,6 +223,16 @@ class BaccaratRule(Section):
         doc="drawing rules checked at round_end (none: draws are not checked)")
     shoe_passing: bool = _flag("track who holds the shoe (001 BP §15; not Mini/Midi, "
                                "not with a shuffler)")
+    seats: int = _later(
+        12, "with shoe_passing, the seats the shoe passes round: after the last it goes back "
+        "to seat 1 (001 BP §15 passes it to the next player on the right; the full table's "
+        "seat count is not stated, §18 gives Mini 7 and Midi 9); 12 in a profile recorded "
+        "before the key existed", 2, 64)
+    bank_stood_3_4: BankStood = _later(
+        "draw", "chemin de fer, the player stood: the bank on 3 or 4, which 001 §8 does not "
+        "state (στ: 0–2 draw, η: 5 draws, ζ: 6 stands). draw — a lower total than a 5 that "
+        "must draw must draw too, as in every standard tableau; option — the bank's "
+        "choice, logged, never flagged. draw in a profile recorded before the key existed")
 
 
 @dataclass(frozen=True)

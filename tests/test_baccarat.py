@@ -72,6 +72,10 @@ BANK_CDF = {
     9: "S SSSSSSSSSS",
 }
 
+# The profile's bank_stood_3_4 = "option": 001 §8 does not state the bank's 3 and 4 when the
+# player stood (στ names 0–2, η 5, ζ 6): the house may leave them to the bank.
+BANK_CDF_3_4_OPTION = {**BANK_CDF, 3: "O DDDDDDDDSO", 4: "O SSDDDDDDSS"}
+
 
 def bank_rule(bank: dict[int, str], total: int, third: int | None) -> str:
     return bank[total][0 if third is None else third + 2]
@@ -101,8 +105,15 @@ def factory(profile: Profile) -> Any:
     return make
 
 
-def referee(name: str) -> BaccaratReferee:
+def with_baccarat(name: str, **keys: Any) -> Profile:
+    """A bundled profile with keys of its ``[baccarat]`` changed."""
     p = prof(name)
+    assert p.baccarat is not None
+    return dataclasses.replace(p, baccarat=dataclasses.replace(p.baccarat, **keys))
+
+
+def referee(name: str | Profile) -> BaccaratReferee:
+    p = prof(name) if isinstance(name, str) else name
     ref = referee_for(p, factory(p))
     assert isinstance(ref, BaccaratReferee)
     return ref
@@ -253,20 +264,23 @@ def test_punto_banco_tableau_exhaustive(name: str, hints: bool) -> None:
     assert 0 < flagged < checked
 
 
+@pytest.mark.parametrize("bank_stood", ["draw", "option"])
 @pytest.mark.parametrize("hints", [True, False], ids=["with-to", "by-order"])
-def test_chemin_de_fer_tableau_exhaustive(hints: bool) -> None:
+def test_chemin_de_fer_tableau_exhaustive(hints: bool, bank_stood: str) -> None:
     """Every player total × bank total × player's third card × bank draws or not; an option
-    taken either way is never flagged, and each option is logged."""
-    ref = referee(CHEMIN)
+    taken either way is never flagged, and each option is logged — with the bank's 3–4
+    when the player stood a draw (the profile's reading) and an option (the other)."""
+    ref = referee(with_baccarat(CHEMIN, bank_stood_3_4=bank_stood))
+    grid = BANK_CDF if bank_stood == "draw" else BANK_CDF_3_4_OPTION
     flagged = options = 0
     for k, (p2, b2, v, d) in enumerate(CASES):
-        tokens = _round_tokens(p2, b2, v, d, k, hints=hints, player=PLAYER_CDF, bank=BANK_CDF)
+        tokens = _round_tokens(p2, b2, v, d, k, hints=hints, player=PLAYER_CDF, bank=grid)
         outs = play(ref, tokens, round_no=k + 1)
         if hints:
-            expected = _wrong(p2, b2, v, d, PLAYER_CDF, BANK_CDF)
+            expected = _wrong(p2, b2, v, d, PLAYER_CDF, grid)
         else:
             expected = not _tail_ok(p2, b2, [_value(t) for t in tokens[4:]], PLAYER_CDF,
-                                    BANK_CDF)
+                                    grid)
         got = devs(outs)
         assert len(got) == int(expected), (p2, b2, v, d, tokens, got)
         assert not [x for x in all_devs(outs) if x.code != "DRAW_RULE"]
@@ -274,7 +288,7 @@ def test_chemin_de_fer_tableau_exhaustive(hints: bool) -> None:
         if hints and not expected and p2 < 8 and b2 < 8:
             notes = [o for g in outs for o in g if isinstance(o, Note) and o.kind == "option"]
             want = int(PLAYER_CDF[p2] == "O")
-            want += int(bank_rule(BANK_CDF, b2, v) == "O")
+            want += int(bank_rule(grid, b2, v) == "O")
             assert len(notes) == want, (p2, b2, v, d, notes)
             assert round_note(outs).data["options"] == [
                 {k2: n.data[k2] for k2 in ("side", "total", "against", "choice", "recorded")}
@@ -329,6 +343,28 @@ def test_stand_where_the_bank_must_draw_is_flagged_at_the_action() -> None:
         outs = play(ref, [*_initial(7, 5, 0), "stand", "stand"])
         assert [len(devs([o])) for o in outs] == [0, 0, 0, 0, 0, 0, 1, 0], name
         assert devs(outs)[0].evidence["side"] == "banco"
+
+
+@pytest.mark.parametrize("bank", [3, 4])
+def test_chemin_player_stood_bank_3_4_follows_the_profile(bank: int) -> None:
+    """001 §8 leaves the bank's 3–4 unstated when the player stood: the profile's
+    ``bank_stood_3_4`` decides. ``draw``: a stand is DRAW_RULE; ``option``: the bank stands
+    or draws unflagged, and the option is logged against no third card."""
+    stood = [*_initial(6, bank, 0), "stand"]  # the player stands on 6, the bank has 3 or 4
+    drew = [*stood, card_of(5, 3)]
+    strict = referee(CHEMIN)  # the bundled profile: draw
+    assert len(devs(play(strict, [*stood, "stand"]))) == 1
+    assert len(devs(play(strict, stood))) == 1
+    assert devs(play(strict, drew)) == []
+    free = referee(with_baccarat(CHEMIN, bank_stood_3_4="option"))
+    for tokens, choice, recorded in (([*stood, "stand"], "stand", True), (drew, "draw", True),
+                                     (stood, "stand", False)):
+        outs = play(free, tokens)
+        assert all_devs(outs) == [], tokens
+        (note,) = [o for g in outs for o in g if isinstance(o, Note) and o.kind == "option"]
+        assert {k: note.data[k] for k in ("side", "total", "against", "choice", "recorded")} \
+            == {"side": "banco", "total": bank, "against": None, "choice": choice,
+                "recorded": recorded}
 
 
 def test_chemin_player_stood_bank_six_stands_five_draws() -> None:
@@ -549,6 +585,16 @@ def test_shoe_passing_sequence() -> None:
     assert data["shoe_holder"] == {"before": 12, "after": 1}
 
 
+@pytest.mark.parametrize("seats", [2, 7, 9])
+def test_the_shoe_passes_round_the_profiles_seats(seats: int) -> None:
+    # 001 BP §15 does not say how many seats a full table has: the profile's baccarat.seats
+    ref = referee(with_baccarat("gr-banco-punto", seats=seats))
+    holders = [round_note(play(ref, list(PUNTO_WIN), round_no=n)).data["shoe_holder"]
+               for n in range(1, seats + 2)]
+    assert [h["before"] for h in holders] == [*range(1, seats + 1), 1]
+    assert holders[seats - 1] == {"before": seats, "after": 1}
+
+
 @pytest.mark.parametrize("name", ["gr-banco-punto-shuffler", "live-baccarat", CHEMIN,
                                   "gr-baccarat-two-tableaux"])
 def test_no_shoe_passing_where_the_profile_has_none(name: str) -> None:
@@ -589,6 +635,20 @@ def test_correct_days_have_no_deviation(name: str, seed: int) -> None:
         assert dealt and all(n.data["winner"] in ("Punto", "Banco", "Egalite") for n in dealt)
     if name == CHEMIN:
         assert r.notes("option"), "options were taken or declined"
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_correct_chemin_days_with_the_banks_3_4_an_option_have_no_deviation(seed: int) -> None:
+    # the simulated dealer takes or declines the option at random (simulators/games)
+    profile = with_baccarat(CHEMIN, bank_stood_3_4="option")
+    r = Run.of(profile).feed_all(s.event for s in table_day(profile, seed))
+    assert r.codes() == Counter(), r.codes()
+    stood_3_4 = [n.data["choice"] for n in r.notes("option")
+                 if n.data["side"] == "banco" and n.data["against"] is None]
+    assert "draw" in stood_3_4 and "stand" in stood_3_4, stood_3_4
+    # the bundled reading flags those stands
+    strict = Run.of(CHEMIN).feed_all(s.event for s in table_day(profile, seed))
+    assert strict.codes()["DRAW_RULE"] >= stood_3_4.count("stand") > 0
 
 
 def test_engine_flags_a_mutated_day_once_in_its_round() -> None:

@@ -37,7 +37,8 @@ round is completed and judged as usual, but bets are not accepted.
 
 Shoe passing (001 BP §15, where ``baccarat.shoe_passing``): the shoe starts with seat 1 in
 every shoe (a referee lives for one shoe); a Punto win passes it to the next seat on the
-right (seat + 1, after seat :data:`SEATS` back to 1); a Banco win and an Egalite keep it.
+right (seat + 1, after the profile's ``baccarat.seats`` back to 1); a Banco win and an
+Egalite keep it.
 
 Exactly one ``Note("round")`` per round, from :meth:`BaccaratReferee.end`, with the cards
 in dealing order (which hand, and why), both totals, the naturals, the winner, ``dummy``
@@ -46,12 +47,13 @@ and, where tracked, ``shoe_holder`` ``{"before", "after"}``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from controller.cards import baccarat_value
 from controller.events import BetsClosed, CardDrawn
 from controller.outputs import Note, Output
-from controller.profiles import Profile
+from controller.profiles import BaccaratRule, Profile
 from controller.rounds import CardLedger, DealtCard, DeviationFactory, register_referee
 
 PUNTO = "punto"
@@ -59,10 +61,6 @@ BANCO = "banco"
 DRAW = "draw"
 STAND = "stand"
 OPTION = "option"
-
-SEATS = 12
-"""Seats at a full Banco Punto table for shoe passing. 001 BP §18 gives 7 (Mini) and 9
-(Midi) seats, where §15 does not apply; the full table's seat count is not stated."""
 
 _SIDE_NAMES = {
     "punto": PUNTO, "player": PUNTO, "p": PUNTO,
@@ -114,7 +112,8 @@ def chemin_banker(two_card_total: int, third: int | None) -> str:
     """001 §8β–η: the bank by its total and the player's third card ("gives")."""
     t = two_card_total
     if third is None:
-        # §8η: 5 must draw; §8ζ: 6 stands; §8στ: 0–2 draw; 3–4 draw (interpretation).
+        # §8η: 5 must draw; §8ζ: 6 stands; §8στ: 0–2 draw; 3–4 draw (interpretation: the
+        # profile's bank_stood_3_4 = "draw"; chemin_banker_3_4_option for "option").
         return DRAW if t <= 5 else STAND
     if t <= 2:
         return DRAW
@@ -129,10 +128,31 @@ def chemin_banker(two_card_total: int, third: int | None) -> str:
     return STAND
 
 
-TABLEAUX = {
+def chemin_banker_3_4_option(two_card_total: int, third: int | None) -> str:
+    """:func:`chemin_banker`, but the bank on 3 or 4 when the player stood has the option:
+    001 §8 names 0–2 (στ) and 5 (η) as draws and leaves 3–4 unstated (the profile's
+    ``baccarat.bank_stood_3_4 = "option"``)."""
+    if third is None and two_card_total in (3, 4):
+        return OPTION
+    return chemin_banker(two_card_total, third)
+
+
+Rule = Callable[[int], str]
+BankRule = Callable[[int, int | None], str]
+
+TABLEAUX: dict[str, tuple[Rule, BankRule]] = {
     "punto-banco": (punto_banco_punto, punto_banco_banco),
     "chemin-de-fer": (chemin_player, chemin_banker),
 }
+
+
+def tableau_of(rule: BaccaratRule) -> tuple[Rule, BankRule]:
+    """The player's and the bank's rule of a profile's ``[baccarat]`` (its tableau, and
+    for chemin de fer how the bank on 3–4 plays when the player stood)."""
+    player, banker = TABLEAUX[rule.tableau]
+    if rule.tableau == "chemin-de-fer" and rule.bank_stood_3_4 == "option":
+        banker = chemin_banker_3_4_option
+    return player, banker
 
 
 # ---------------------------------------------------------------------------- the referee
@@ -146,6 +166,11 @@ class BaccaratReferee(CardLedger):
         rule = profile.baccarat
         self.tableau = rule.tableau if rule is not None else "none"
         self.shoe_passing = bool(rule.shoe_passing) if rule is not None else False
+        self.seats = rule.seats if rule is not None else 12  # (shoe passing, 001 BP §15)
+        # the player's and the bank's rule (with no tableau nothing asks them: no draw is
+        # checked)
+        self._player, self._banker = (tableau_of(rule) if rule is not None
+                                      and rule.tableau != "none" else TABLEAUX["punto-banco"])
         self.holder = 1  # 001 BP §9: the first seated player on the croupier's right
         self._clear()
 
@@ -245,7 +270,7 @@ class BaccaratReferee(CardLedger):
         if self.shoe_passing:
             before = self.holder
             if winner == "Punto":
-                self.holder = self.holder % SEATS + 1
+                self.holder = self.holder % self.seats + 1
             data["shoe_holder"] = {"before": before, "after": self.holder}
         out.append(Note("round", self._text(data), data))
         return out
@@ -270,10 +295,9 @@ class BaccaratReferee(CardLedger):
         return p[2] if len(p) >= 3 else None
 
     def _rule(self, side: str) -> str:
-        player, banker = TABLEAUX[self.tableau]
         if side == PUNTO:
-            return player(self._two(PUNTO))
-        return banker(self._two(BANCO), self._third())
+            return self._player(self._two(PUNTO))
+        return self._banker(self._two(BANCO), self._third())
 
     def _punto_done(self) -> bool:
         return len(self.hands[PUNTO]) >= 3 or self.stood[PUNTO]
@@ -322,8 +346,7 @@ class BaccaratReferee(CardLedger):
         return side, "third", "extra"
 
     def _banco_may_draw_alone(self) -> bool:
-        _, banker = TABLEAUX[self.tableau]
-        return banker(self._two(BANCO), None) != STAND
+        return self._banker(self._two(BANCO), None) != STAND
 
     def _fallback(self) -> str:
         """A card nobody may take: Punto's third slot first, then the hand with fewer cards."""
@@ -355,12 +378,7 @@ class BaccaratReferee(CardLedger):
         """A third card taken on an option (the rule before it was drawn)."""
         if self.tableau != "chemin-de-fer" or self.flagged or len(self.hands[side]) != 3:
             return []
-        player, banker = TABLEAUX[self.tableau]
-        if side == PUNTO:
-            rule = player(self._two(PUNTO))
-        else:
-            rule = banker(self._two(BANCO), self._third())
-        if rule != OPTION:
+        if self._rule(side) != OPTION:
             return []
         return self._option(side, DRAW, recorded=True)
 

@@ -4,7 +4,8 @@ Punto, Banco, Punto, Banco, then the third cards by the profile's tableau:
 
 * ``punto-banco`` (001 BP §9–13, 002 §2 3.4–3.5): no options.
 * ``chemin-de-fer`` (001 §8): the player's 5 and the bank's 3-against-9 and
-  5-against-4 are options, taken at random; a declined option is recorded with
+  5-against-4 are options (and the bank's 3–4 when the player stood, where the profile's
+  ``bank_stood_3_4`` is ``option``), taken at random; a declined option is recorded with
   ``{"type": "action", "action": "stand"}``.
 * ``none`` (two-tableaux baccarat, no tableau in the seed): two cards to each of the two
   player tableaux and the bank, then a third card to each at random.
@@ -35,6 +36,10 @@ _CHEMIN_BANK = {
     3: "DDDDDDDDDSO", 4: "DSSDDDDDDSS", 5: "DSSSSODDDSS",
     6: "SSSSSSSDDSS", 7: "SSSSSSSSSSS",
 }
+_CHEMIN_BANK_3_4_OPTION = {  # the profile's bank_stood_3_4 = "option": 3–4 when the player
+    **_CHEMIN_BANK,           # stood are the bank's choice
+    3: "O" + _CHEMIN_BANK[3][1:], 4: "O" + _CHEMIN_BANK[4][1:],
+}
 _PUNTO_BANCO_PLAYER = "DDDDDDSS"  # two-card total 0–7
 _CHEMIN_PLAYER = "DDDDDOSS"
 
@@ -64,6 +69,8 @@ class BaccaratRounds(RoundDealer):
         chemin = tableau == "chemin-de-fer"
         players = _CHEMIN_PLAYER if chemin else _PUNTO_BANCO_PLAYER
         bank = _CHEMIN_BANK if chemin else _PUNTO_BANCO_BANK
+        if chemin and self.day.profile.baccarat.bank_stood_3_4 == "option":  # type: ignore[union-attr]
+            bank = _CHEMIN_BANK_3_4_OPTION
         punto: list[int] = []
         banco: list[int] = []
         for hand in (punto, banco, punto, banco):
