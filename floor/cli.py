@@ -11,7 +11,7 @@ from controller.audit import AuditLogError
 from controller.audit.witness import WitnessError, load_or_create_key
 from floor.core import Floor
 from floor.options import add_floor_options as add_floor_options
-from floor.serve import HostPortError, host_port, server
+from floor.serve import HostPortError, host_port, listen, server
 from floor.store import StoreError, open_store
 from floor.views import Disclosure
 from floor.web import floor_app
@@ -130,7 +130,12 @@ def cmd_floor(args: argparse.Namespace) -> int:
 
             consumer_connection = Connection(check_servers(args.nats), creds=args.nats_creds,
                                              tls_ca=args.nats_ca)
-        floor = open_floor(args)
+        listener = listen(host, port, f"--http {args.http}")
+        try:
+            floor = open_floor(args)
+        except BaseException:
+            listener.close()
+            raise
     except (HostPortError, StoreError, AuditLogError, WitnessError, OSError,
             ValueError) as exc:
         print(f"shoewarden floor: {exc}", file=sys.stderr)
@@ -143,9 +148,10 @@ def cmd_floor(args: argparse.Namespace) -> int:
         consumer.start()
     app = floor_app(floor, disclosure=Disclosure(args.disclosure))
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    bound = listener.getsockname()[1]  # (the port the OS chose for port 0)
     print(f"shoewarden floor: following {', '.join(args.logs or args.nats)}; "
-          f"http://{shown}:{port}/ (log {args.log})", flush=True)
-    server(app, host, port).run()
+          f"http://{shown}:{bound}/ (log {args.log})", flush=True)
+    server(app, host, port).run(sockets=[listener])
     if consumer is not None:
         consumer.stop()
     floor.store.close()

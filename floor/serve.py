@@ -8,6 +8,7 @@ stuck stream — can reach the engine thread, which only appends to its log as i
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from typing import Any
@@ -52,6 +53,17 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: Any) -> None:
         _close_streams(self.config.app)
         super().handle_exit(sig, frame)
+
+
+def listen(host: str, port: int, what: str) -> socket.socket:
+    """A socket listening on ``host:port``, bound before the server starts: a port in use is
+    one line naming ``what`` (uvicorn would log it and exit 3), and the port the OS chose
+    for port 0 is known before the floor says where it serves."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        raise OSError(f"{what}: cannot listen: {exc.strerror or exc}") from None
 
 
 def server(app: Any, host: str, port: int) -> uvicorn.Server:

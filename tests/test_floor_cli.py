@@ -6,6 +6,7 @@ import io
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -45,6 +46,18 @@ def test_bad_floor_options_are_one_line_and_exit_2(tmp_path: Path, args: list[st
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_port_in_use_is_one_line_naming_the_option_and_exit_2(tmp_path: Path) -> None:
+    taken = socket.create_server(("127.0.0.1", 0))
+    try:
+        http = f"127.0.0.1:{taken.getsockname()[1]}"
+        r = _floor("--logs", str(tmp_path), "--log", str(tmp_path / "floor"), "--http", http)
+    finally:
+        taken.close()
+    assert r.returncode == 2, r
+    assert r.stderr.startswith(f"shoewarden floor: --http {http}: cannot listen: "), r.stderr
+    assert len(r.stderr.splitlines()) == 1 and "following" not in r.stdout
+
+
 @pytest.mark.slow
 def test_the_floor_command_serves_the_tables_it_follows(tmp_path: Path) -> None:
     table_log(tmp_path / "logs")
@@ -56,18 +69,19 @@ def test_the_floor_command_serves_the_tables_it_follows(tmp_path: Path) -> None:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert "following" in first
-        # port 0: find the port the server took from the OS's table of listening sockets
+        # port 0: the line names the port the OS chose, the one the floor listens on
+        said = re.search(r"http://127\.0\.0\.1:(\d+)/", first)
+        assert said is not None and int(said[1]) != 0, first
+        port = int(said[1])
+        assert port in _listening_ports(proc.pid)
         deadline = time.monotonic() + 20
         tables = None
         while tables is None:
             assert time.monotonic() < deadline and proc.poll() is None
-            for port in _listening_ports(proc.pid):
-                try:
-                    tables = httpx.get(f"http://127.0.0.1:{port}/api/tables", timeout=2).json()
-                except httpx.HTTPError:
-                    continue
-                break
-            time.sleep(0.1)
+            try:
+                tables = httpx.get(f"http://127.0.0.1:{port}/api/tables", timeout=2).json()
+            except httpx.HTTPError:
+                time.sleep(0.1)
         assert [t["table"] for t in tables] == ["BP-01"]
         assert (tmp_path / "floor" / "floor.sqlite").exists()
         # a browser watching the live stream when the floor is stopped (systemctl stop):
