@@ -672,6 +672,24 @@ def test_offered_card_declined_by_all_goes_to_the_dealer_then_burned(name: str) 
 
 
 @pytest.mark.parametrize("name", BJ)
+@pytest.mark.parametrize(("hit", "why"), [("9", "bust"), ("5", "21")])
+def test_a_card_out_with_a_hit_that_ended_the_hand_is_offered_to_the_next_player(
+        name: str, hit: str, why: str) -> None:
+    # 000 §7: box 1 (16) hits and busts, or reaches 21, and a second card came out with its
+    # hit: box 1 did not ask for it, so it goes first to the player after box 1 — box 2
+    # (12: takes it, 20) — not to box 3, the hand in play once box 1 was finished
+    r = play(name, [1, 2, 3], *deal(name, "TTT", "5", "622", hole="K"),
+             hit, {"card": "8", "unrequested": True}, "accept", "stand",
+             "4", "3", "stand",  # box 3: 12 + 4 + 3 = 19
+             *dealer_rest(name, "K2"))  # the dealer: 5 + K = 15, + 2 = 17
+    assert r.codes == Counter(), (why, r.codes)
+    assert r.hand("box2")["total"] == 20 and r.hand("box3")["total"] == 19
+    assert [(c["to"], c["why"]) for c in r.data["cards"] if c["why"] == "offered"] == \
+        [("box2", "offered")]
+    assert r.dealer()["total"] == 17
+
+
+@pytest.mark.parametrize("name", BJ)
 def test_a_player_who_refused_may_draw_no_more(name: str) -> None:
     base = [*deal(name, "T96", "9", "8T5", hole="8"), {"card": "2", "unrequested": True},
             "decline", "accept"]  # box 1 did not ask; box 2 refuses, box 3 takes it

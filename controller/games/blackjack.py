@@ -65,6 +65,9 @@ def is_blackjack(cards: list[Card]) -> bool:
     return len(cards) == 2 and blackjack_total(cards)[0] == 21
 
 
+_DRAWN = frozenset({"hit", "double", "split"})  # a card a player's hand drew in play
+
+
 class _Box:
     def __init__(self, number: int) -> None:
         self.number = number
@@ -432,7 +435,15 @@ class BlackjackReferee(CardLedger):
     # ------------------------------------------------------------------ offers (000 §7)
 
     def _unrequested(self, card: Card) -> None:
-        origin = self._in_play()
+        """A card a player did not ask for (000 §7): offered to the players after that one,
+        in turn. That player is the one the card before it went to — the two came out
+        together, or the dealer misheard — even when that card finished the hand (a bust,
+        21, a double's card), so that the offer starts with the next player, not the one
+        after; when the card before it was not one a player drew (the initial deal's last
+        card, an offered card, the dealer's, a burn), the hand in play."""
+        last = self.recs[-1] if self.recs else None
+        drawn = last is not None and last.hand is not None and last.why in _DRAWN
+        origin = last.hand if drawn and last is not None else self._in_play()
         rec = _Rec(card, None, "offered")
         self.recs.append(rec)
         if origin is None:  # no player left: the dealer's, until 17
