@@ -143,8 +143,12 @@ class TableDay:
         self.cut_card_out = False
         if p.card_source != "hand":
             yield self._step("shoe_loaded", {"type": "shoe_loaded"})
+            self.burned: list[Card] = []
             yield from self._burn()
-        self.out = 0  # burned cards go back into a shuffler with the first round's (000 §10)
+        # the burns go back into a shuffler with the first round's cards (000 §10), or stay
+        # in the discard holder until the cards are withdrawn (001 BP §20δ(3), δ(6))
+        self.in_holder = [] if self.profile.shuffler.burns_returned else self.burned
+        self.held_before = 0  # of those, already left out of a count of returned cards
 
     def draw(self, phase: str = "deal", **extra: Any) -> Iterator[Step]:
         """Draw the next card, emitting the cut card first when it is next in the shoe."""
@@ -168,6 +172,7 @@ class TableDay:
             count = 5
         for _ in range(count or 0):
             yield from self.draw(phase)
+            self.burned.append(self.last_card)
 
     def step(self, phase: str, event: dict[str, Any]) -> Step:
         """A non-card event of a round (``action``, ``stub_count``) for the round dealers."""
@@ -206,11 +211,17 @@ class TableDay:
         p = self.profile
         for i in range(self.plan.rounds_per_block):
             yield from self._round()
-            out = self.pos - self.out
+            held = len(self.in_holder) if not p.shuffler.burns_returned else 0
+            out = self.pos - (held - self.held_before)
             yield self._step("discards_returned", {"type": "discards_returned", "count": out})
-            # the returned cards go back in: deal on from a fresh permutation of the pack
-            self.stack = [Card(x[0], x[1]) for x in self._pack_cards()]
-            self.pos = self.out = 0
+            # the returned cards go back in: deal on from a fresh permutation of the pack,
+            # less the burns the discard holder keeps
+            cards = self._pack_cards()
+            for card in self.in_holder:
+                cards.remove(str(card))
+            self.stack = [Card(x[0], x[1]) for x in cards]
+            self.pos = 0
+            self.held_before = held
             if self.plan.dealer_changes and p.burn.on_dealer_change and i == 4:
                 yield self._step("dealer_change", {"type": "dealer_change", "dealer": "D2"})
                 yield from self._burn(p.burn.on_dealer_change, phase="dealer_change_burn")

@@ -43,6 +43,8 @@ def _check_day(name: str, seed: int, **plan: object) -> Run:
     pack = decks * 52
     r = Run.of(name)
     out_since_return = 0
+    burned_since = 0  # of those, burned
+    in_holder = 0  # burned cards the discard holder keeps (burns_returned = false)
     loaded = False
     declared: int | None = None
     for s in steps:
@@ -58,20 +60,25 @@ def _check_day(name: str, seed: int, **plan: object) -> Run:
             loaded = False
         if kind == "shoe_loaded" or (kind == "cut" and p.card_source == "hand"):
             loaded = True
+            in_holder = 0
             assert (acc.in_shoe, acc.dealt, acc.burned) == (pack, 0, 0), acc
         if kind == "card":
             assert acc.in_shoe == before.in_shoe - 1, (s, before, acc)
             if s.phase in ("burn", "dealer_change_burn"):
                 assert acc.burned == before.burned + 1 and acc.dealt == before.dealt
+                burned_since += 1
             else:
                 assert acc.dealt == before.dealt + 1 and acc.burned == before.burned
             out_since_return += 1
         if kind == "discards_returned":
-            assert s.event["count"] == out_since_return
-            out_since_return = 0
-            assert acc.in_shoe == pack
+            # the burns go back too (000 §10) or stay in the discard holder (001 BP §20δ(3))
+            kept = 0 if p.shuffler.burns_returned else burned_since
+            assert s.event["count"] == out_since_return - kept
+            in_holder += kept
+            out_since_return = burned_since = 0
+            assert acc.in_shoe == pack - in_holder
         if p.shuffler_mode and loaded:
-            assert acc.in_shoe == pack - out_since_return, (s, acc)
+            assert acc.in_shoe == pack - in_holder - out_since_return, (s, acc)
         elif loaded:
             assert acc.in_shoe + acc.dealt + acc.burned == pack, (s, acc)
         if kind == "stub_count":

@@ -586,6 +586,8 @@ def test_burn_count_one_short(name: str) -> None:
     steps = day(name)
     burns = _burns(steps)
     bets = first(steps, "bets_closed")
+    if not prof(name).shuffler.burns_returned:  # the round's cards go back, that one too
+        steps[where(steps, "discards_returned")[0]].event["count"] += 1
     mutated = move(steps, burns[-1], bets + 1)
     r = run(name, events(mutated))
     (dev,) = only(r, "BURN_COUNT")
@@ -870,6 +872,32 @@ def test_discards_not_returned_wrong_count(name: str, delta: int) -> None:
     (dev,) = only(r, "DISCARDS_NOT_RETURNED")
     assert r.at("DISCARDS_NOT_RETURNED") == [i]
     assert dev.evidence == {"returned": right + delta, "outstanding": right}
+
+
+@pytest.mark.parametrize("name", SHUFFLER_PROFILES)
+def test_the_burns_go_back_with_the_first_round_where_the_profile_says(name: str) -> None:
+    """000 §10 (blackjack): all cards used or burned go back into the shuffler after every
+    round. 001 BP §20δ(3), δ(6), δ(7)(3) (Banco Punto): the burn goes to the discard
+    holder and only each hand's used cards go back; a count with the burns is accepted
+    too (early, but no card is lost)."""
+    steps = day(name)
+    ret = where(steps, "discards_returned")[0]
+    cards = sum(1 for s in steps[:ret] if s.event["type"] == "card")
+    burns = sum(1 for s in steps[:ret] if s.phase == "burn")
+    returned = prof(name).shuffler.burns_returned
+    assert burns > 0 and returned == (name == "gr-blackjack-shuffler")
+    # the simulated dealer counts as the profile says
+    assert steps[ret].event["count"] == (cards if returned else cards - burns)
+    for count, flagged in ((cards, False), (cards - burns, returned),
+                           (cards - burns - 1, True), (cards + 1, True)):
+        steps[ret].event["count"] = count
+        r = run(name, events(steps))
+        assert r.codes() == (Counter({"DISCARDS_NOT_RETURNED": 1}) if flagged else Counter()), \
+            (count, cards, burns)
+        if flagged and not returned:
+            (dev,) = r.devs("DISCARDS_NOT_RETURNED")
+            assert dev.evidence == {"returned": count, "outstanding": cards - burns}
+            assert f"({burns} burned card(s) stay in the discard holder)" in dev.message
 
 
 @pytest.mark.parametrize("name", [p for p in PROFILES if p not in SHUFFLER_PROFILES])

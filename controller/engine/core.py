@@ -390,6 +390,7 @@ class TableEngine:
     def _load(self, out: list[Output], implied: bool = False) -> None:
         self._shoe.loaded = True
         self._shoe.in_shoe = self._shoe.pack_size
+        self._shoe.in_holder = 0
         if implied:
             out.append(Note("load_implied", "stack taken as loaded (no shoe_loaded event)",
                             {"cards": self._shoe.pack_size}))
@@ -542,6 +543,7 @@ class TableEngine:
                     out.append(self._suspect(finding))
         if state == BURN:
             shoe.burned += 1
+            shoe.burned_since_return += 1
             shoe.burn_done += 1
             if shoe.burn_due is None:
                 shoe.burn_due = burn_value(card, self.profile.burn.ten_value)
@@ -565,7 +567,7 @@ class TableEngine:
             out.extend(shoe.referee.card(e))
             return None
         if state == READY and shoe.burn_just_finished:
-            shoe.burned += 1
+            shoe.burned += 1  # (not one the discard holder keeps: it may be a round's card)
             out.append(self._make(
                 "BURN_COUNT", f"{card} burned after the burn was complete: "
                 f"{shoe.burn_done + 1} burned, {shoe.burn_due} required",
@@ -672,15 +674,22 @@ class TableEngine:
         return READY
 
     def _on_discards_returned(self, e: DiscardsReturned, out: list[Output]) -> State | None:
-        expected = self._shoe.out_since_return
-        if e.count != expected:
+        shoe = self._shoe
+        out_now = shoe.out_since_return
+        kept = shoe.kept_out(self.profile.shuffler.burns_returned)
+        expected = out_now - kept
+        if e.count not in (expected, out_now):  # (the burns too: early, but no card lost)
+            held = f" ({kept} burned card(s) stay in the discard holder)" if kept else ""
             out.append(self._make(
                 "DISCARDS_NOT_RETURNED",
-                f"{e.count} card(s) went back into the shuffler; {expected} were out",
+                f"{e.count} card(s) went back into the shuffler; {expected} were out{held}",
                 returned=e.count, outstanding=expected))
-        self._shoe.out_since_return = 0
-        self._shoe.seen.clear()
-        self._shoe.in_shoe = self._shoe.pack_size
+        shoe.out_since_return = 0
+        shoe.burned_since_return = 0
+        shoe.seen.clear()
+        if e.count == expected:
+            shoe.in_holder += kept
+        shoe.in_shoe = shoe.pack_size - shoe.in_holder
         if self._shoe.change_burn_pending:
             self._start_burn(out, "dealer_change", "count", self._shoe.change_burn_pending)
             self._shoe.change_burn_pending = 0

@@ -55,6 +55,8 @@ class Shoe:
     round_cards: int = 0
     seen: Counter[Card] = field(default_factory=Counter)
     out_since_return: int = 0
+    burned_since_return: int = 0  # of those, burned (a profile may keep them out)
+    in_holder: int = 0  # burned cards the discard holder keeps until the withdrawal
     # its cut card and last hand
     declared_behind: int | None = None
     cut_card_out: bool = False
@@ -75,6 +77,11 @@ class Shoe:
         self.shuffled = self.cut_done = self.cut_card_set = self.loaded = False
         self.burn_pending = self.burn_just_finished = self.next_round_last = False
         self.void_round = False
+
+    def kept_out(self, burns_returned: bool) -> int:
+        """Cards out since the discards last went back that do not go back with them: the
+        burns, where the profile keeps them in the discard holder (001 BP §20δ(3))."""
+        return 0 if burns_returned else self.burned_since_return
 
     def accounting(self) -> Accounting:
         behind: int | None = None

@@ -255,8 +255,14 @@ class TablePlayer:
             d["shoe"].cut_card_out()  # type: ignore[attr-defined]
             return "shoe"
         if kind == "discards_returned" and self.continuous:
-            d["shuffler"].accept_discards(  # type: ignore[attr-defined]
-                rng=ScriptedOrder(self._complete(self._cards_from(i))))
+            sh = d["shuffler"]
+            out = sh.out  # type: ignore[attr-defined]
+            count = ev["count"]
+            # the last `count` delivered go back; the burns before them may stay in the
+            # discard holder (001 BP §20δ(3): the profile's [shuffler] burns_returned)
+            back = out[len(out) - count:] if 0 <= count <= len(out) else None
+            sh.accept_discards(back,  # type: ignore[attr-defined]
+                               rng=ScriptedOrder(self._complete(self._cards_from(i))))
             return "shuffler"
         return None
 
