@@ -1061,6 +1061,24 @@ def test_unexpected_round_end_in_ready(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", PROFILES)
+def test_a_damaged_card_is_replaced_between_rounds_but_not_during_one(name: str) -> None:
+    # 000 §1, 001 BP §1, 003 §1: a card damaged during a hand is replaced from a new deck
+    # before the next shuffle, and play continues normally (with a shuffler: before the
+    # next round, 001 BP §20δ(1)) — between rounds, not in the middle of one
+    steps = day(name)
+    bets = first(steps, "bets_closed", rnd=2)
+    replaced = {"type": "card_replaced", "card": "7C"}
+    r = run(name, events(insert(steps, bets, replaced)))
+    assert r.codes() == Counter(), r.codes()
+    assert [n.data for n in r.notes("card_replaced")] == [{"card": "7C"}]
+    assert r.states[bets] == r.states[bets - 1]
+    mid = round_cards(steps, 2)[1]  # after the round's first card
+    r = run(name, events(insert(steps, mid, replaced)))
+    only(r, "UNEXPECTED_EVENT")
+    assert r.at("UNEXPECTED_EVENT") == [mid]
+
+
+@pytest.mark.parametrize("name", PROFILES)
 def test_unexpected_table_open_twice(name: str) -> None:
     steps = day(name)
     mutated = insert(steps, 2, dict(steps[0].event))

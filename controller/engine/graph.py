@@ -102,8 +102,11 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         ("dealer_change", only(READY), only(BURN)),
         ("players_left", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, BURN, READY,
                               RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK), only(SUSPENDED)),
+        # a card damaged during a hand is replaced before the next shuffle (000 §1, 001 BP
+        # §1, 003 §1: "and play continues normally"): between rounds too, not only once the
+        # shoe is over; with a shuffler before the next round (001 BP §20δ(1))
         ("card_replaced", only(OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED,
-                               *(between if p.shuffler_mode else [])), [None]),
+                               *(between if p.shuffler_mode else only(READY))), [None]),
         ("device_fault", [s for s in states if s != DEVICE_FAULT], [DEVICE_FAULT]),
         ("device_fault", [DEVICE_FAULT], [None]),
         ("device_ok", [DEVICE_FAULT], [None, *[s for s in states if s != DEVICE_FAULT]]),
