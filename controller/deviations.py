@@ -53,6 +53,7 @@ DeviationCode = Literal[
     "CARD_TO_FINISHED_HAND",
     "ACTION_NOT_ALLOWED",
     "DEAL_COUNT",
+    "DEAL_ORDER",
     "EXPOSED_CARD",
     "DUMMY_HAND",
 ]
@@ -140,6 +141,9 @@ _SPECS = [
                   "blackjack: a double, split or surrender the profile does not allow there"),
     DeviationSpec("DEAL_COUNT", Severity.CRITICAL, "stud",
                   "stud poker: the stub count or a hand's card count is wrong (hands void)"),
+    DeviationSpec("DEAL_ORDER", Severity.WARNING, "stud",
+                  "stud poker: the five cards were not dealt one at a time, a card to every "
+                  "hand in each turn of the deal (cards named by `to`)"),
     DeviationSpec("EXPOSED_CARD", Severity.INFO, "exposed_card",
                   "a card came out face up; burned or used as the profile says"),
     DeviationSpec("DUMMY_HAND", Severity.INFO, "exposed_card",

@@ -296,6 +296,41 @@ def test_dealer_without_ace_king_pays_antes_only() -> None:
     assert d["hands"]["P2"]["rank"] == "royal flush"
 
 
+def _send_in(t: Table, order: list[tuple[str, str]]) -> list[Any]:
+    """A round of TWO's cards sent in the given (hand, card) order, every card with `to`."""
+    out = list(t.bets(players=2))
+    for h, c in order:
+        out += t.send("card", card=c, to=h)
+    out += t.send("stub_count", count=37)
+    return out + t.send("round_end")
+
+
+def test_cards_dealt_in_a_batch_are_not_one_at_a_time() -> None:
+    # 003 §4: five cards "one at a time" to each player and the dealer: every turn of the
+    # deal gives every hand one card — the seats in any order within a turn
+    cards = {h: c.split() for h, c in TWO.items()}
+    turns = [[(h, cards[h][k]) for h in ("P1", "P2", "dealer")] for k in range(5)]
+    t = _table()
+    mixed = [x for k, turn in enumerate(turns) for x in (turn if k % 2 else turn[::-1])]
+    assert t.run.devs() == [] and _devs(_send_in(t, mixed), "DEAL_ORDER") == []
+    _next(t)
+    batch = [(h, c) for h in ("P1", "P2", "dealer") for c in cards[h]]  # P1's five, then …
+    outs = _send_in(t, batch)
+    (dev,) = _devs(outs, "DEAL_ORDER")
+    assert dev.severity is Severity.WARNING and _devs(outs) == []  # no hand is void
+    assert dev.evidence["turn"] == 1
+    assert dev.evidence["cards"] == ["2H to P1", "7H to P1", "9H to P1"]
+    assert dev.evidence["order"] == ["P1"] * 5 + ["P2"] * 5 + ["dealer"] * 5
+    assert "one at a time" in dev.message and "003 §4" in dev.message
+    assert _note(outs).data["results"]["P1"]["outcome"] == "win"  # still settled
+    _next(t)
+    late = [x for turn in turns for x in turn]  # P1's 3rd card before the dealer's 2nd
+    late[5], late[6] = late[6], late[5]
+    (dev,) = _devs(_send_in(t, late), "DEAL_ORDER")
+    assert dev.evidence["turn"] == 2
+    assert [d.code for d in t.run.devs()] == ["DEAL_ORDER", "DEAL_ORDER"]
+
+
 def test_cards_without_to_follow_the_dealing_order() -> None:
     t = _table()
     outs = _deal(t, TWO, with_to=False)

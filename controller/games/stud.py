@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from controller.deviations import Deviation
 from controller.events import BetsClosed, CardDrawn
 from controller.outputs import Note, Output
 from controller.poker import HandValue, dealer_qualifies, evaluate, settle
@@ -177,6 +178,26 @@ class StudReferee(CardLedger):
                 owners.append("round")
         return owners
 
+    def _order(self, seats: list[str], owners: list[str]) -> Deviation | None:
+        """003 §4 deals the five cards "one at a time": in each of the five turns of the
+        deal every hand gets one card (in whatever order the seats are taken). Judged where
+        every card names its hand and every hand has five (else DEAL_COUNT says more)."""
+        m = len(seats)
+        for turn in range(HAND_SIZE):
+            got = owners[turn * m:(turn + 1) * m]
+            if sorted(got) != sorted(seats):
+                twice = sorted({h for h in got if got.count(h) > 1})
+                return self.make(
+                    "DEAL_ORDER",
+                    f"round {self.round_no}: turn {turn + 1} of the deal gave "
+                    f"{', '.join(twice)} a second card before every hand had one: the cards "
+                    f"go one at a time to each player and the dealer (003 §4)",
+                    turn=turn + 1, cards=[f"{c} to {o}" for (c, _), o in
+                                          zip(self.drawn[turn * m:(turn + 1) * m], got,
+                                              strict=True)],
+                    order=owners)
+        return None
+
     def _judge(self, players: int, owners: list[str],
                data: dict[str, Any]) -> tuple[Any, str]:
         seats = dealing_order(players)
@@ -211,6 +232,8 @@ class StudReferee(CardLedger):
                 players=players, stray={h: list(c) for h, c in stray.items()},
                 assigned="to" if all(to for _, to in self.drawn) else (
                     "dealing order" if all(to is None for _, to in self.drawn) else "mixed"))
+        if dev is None and all(to for _, to in self.drawn):
+            dev = self._order(seats, owners)
         values: dict[str, HandValue] = {
             h: evaluate(c) for h, c in cards.items() if len(c) == HAND_SIZE}
         dealer_value = values.get(DEALER)
