@@ -52,6 +52,7 @@ DeviationCode = Literal[
     "DEALER_DRAW_RULE",
     "CARD_TO_FINISHED_HAND",
     "ACTION_NOT_ALLOWED",
+    "HAND_CARD_MISSING",
     "DEAL_COUNT",
     "DEAL_ORDER",
     "EXPOSED_CARD",
@@ -139,6 +140,9 @@ _SPECS = [
                   "split ace)"),
     DeviationSpec("ACTION_NOT_ALLOWED", Severity.WARNING, "blackjack",
                   "blackjack: a double, split or surrender the profile does not allow there"),
+    DeviationSpec("HAND_CARD_MISSING", Severity.WARNING, "blackjack",
+                  "blackjack: a doubled hand ended without its one card, or a split hand "
+                  "without its second card"),
     DeviationSpec("DEAL_COUNT", Severity.CRITICAL, "stud",
                   "stud poker: the stub count or a hand's card count is wrong (hands void)"),
     DeviationSpec("DEAL_ORDER", Severity.WARNING, "stud",

@@ -30,7 +30,8 @@ from tests.budget import examples
 BJ = ["gr-blackjack", "gr-blackjack-shuffler", "live-blackjack", "ru-blackjack"]
 GREEK = ["gr-blackjack", "gr-blackjack-shuffler"]
 NO_HOLE = ["gr-blackjack", "gr-blackjack-shuffler", "ru-blackjack"]  # 000 §12α, 004 §3.10
-DEALING = {"DEALER_DRAW_RULE", "CARD_TO_FINISHED_HAND", "ACTION_NOT_ALLOWED", "EXPOSED_CARD"}
+DEALING = {"DEALER_DRAW_RULE", "CARD_TO_FINISHED_HAND", "ACTION_NOT_ALLOWED", "EXPOSED_CARD",
+           "HAND_CARD_MISSING"}
 ACTIONS = {"stand", "double", "split", "surrender", "accept", "decline"}
 
 
@@ -687,6 +688,57 @@ def test_a_card_out_with_a_hit_that_ended_the_hand_is_offered_to_the_next_player
     assert [(c["to"], c["why"]) for c in r.data["cards"] if c["why"] == "offered"] == \
         [("box2", "offered")]
     assert r.dealer()["total"] == 17
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_card_out_after_a_player_stood_is_the_next_players(name: str) -> None:
+    # 000 §7: box 1 hits (17) and stands; the dealer mishears box 2 and a card comes out:
+    # box 2 did not ask for it, so it goes to box 3 — box 1's card came before the stand
+    r = play(name, [1, 2, 3], *deal(name, "T98", "7", "252", hole="T"),
+             "5", "stand", {"card": "4", "unrequested": True}, "accept",  # box 3: 14
+             {"card": "3", "to": "box2"}, "stand",  # box 2: 14 + 3 = 17
+             {"card": "5", "to": "box3"}, "stand",  # box 3: 14 + 5 = 19
+             *dealer_rest(name, "T"))  # the dealer: 7 + T = 17
+    assert r.codes == Counter(), r.codes
+    assert [r.hand(f"box{i}")["total"] for i in (1, 2, 3)] == [17, 17, 19]
+    assert [(c["to"], c["why"]) for c in r.data["cards"] if c["why"] == "offered"] == \
+        [("box3", "offered")]
+
+
+def _dealer_takes_over(name: str) -> list[Any]:
+    """The dealer turns to his own cards: a ten named to him (with a hole card he has 17
+    already: nothing more)."""
+    return [] if prof(name).blackjack.dealer_hole_card else [  # type: ignore[union-attr]
+        {"card": "T", "to": "dealer"}]
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_double_that_never_gets_its_card_is_flagged(name: str) -> None:
+    # 000 §15, 002 §3 2.6, 004 §3.14: the player who doubles draws exactly one more card
+    r = play(name, [1], *deal(name, "5", "7", "5", hole="T"), "double",
+             *_dealer_takes_over(name))
+    assert r.codes == Counter({"HAND_CARD_MISSING": 1}), r.codes
+    (dev,) = r.devs("HAND_CARD_MISSING")
+    assert (dev.evidence["round"], dev.evidence["hand"], dev.evidence["missing"]) == \
+        (1, "box1", "double")
+    assert [c[0] for c in dev.evidence["cards"]] == ["5", "5"] and "double" in dev.message
+    ok = play(name, [1], *deal(name, "5", "7", "5", hole="T"), "double", "9",
+              *dealer_rest(name, "T"))
+    assert ok.codes == Counter()
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_split_hand_that_never_gets_its_second_card_is_flagged(name: str) -> None:
+    # 000 §14, 002 §3 2.7, 004 §3.13: after a split each hand gets its second card
+    r = play(name, [1], *deal(name, "8", "7", "8", hole="T"), "split", "3", "stand",
+             *_dealer_takes_over(name))
+    assert r.codes == Counter({"HAND_CARD_MISSING": 1}), r.codes
+    (dev,) = r.devs("HAND_CARD_MISSING")
+    assert dev.evidence["hand"] == "box1.2" and dev.evidence["missing"] == "split"
+    assert len(dev.evidence["cards"]) == 1
+    ok = play(name, [1], *deal(name, "8", "7", "8", hole="T"), "split", "3", "stand",
+              "9", "stand", *dealer_rest(name, "T"))
+    assert ok.codes == Counter()
 
 
 @pytest.mark.parametrize("name", BJ)

@@ -142,6 +142,9 @@ class BlackjackReferee(CardLedger):
         self.peeked_blackjack = False
         self.offers: list[_Rec] = []
         self.offer_from: _Hand | None = None
+        #: the hand the last card drew for, while nothing else has happened since (a card
+        #: that comes out unrequested after it is that player's: 000 §7)
+        self.drawn_last: _Hand | None = None
 
     # ------------------------------------------------------------------ the seam
 
@@ -165,6 +168,13 @@ class BlackjackReferee(CardLedger):
     def card(self, event: CardDrawn) -> list[Output]:
         if not self.active:
             return super().card(event)
+        out = self._card(event)
+        last = self.recs[-1] if self.recs else None
+        self.drawn_last = (last.hand if last is not None and last.why in _DRAWN
+                           and not event.unrequested else None)
+        return out
+
+    def _card(self, event: CardDrawn) -> list[Output]:
         out: list[Output] = []
         card = event.card
         to = (event.to or "").strip().lower()
@@ -196,6 +206,7 @@ class BlackjackReferee(CardLedger):
     def action(self, action: str) -> list[Output]:
         if not self.active:
             return []
+        self.drawn_last = None
         out: list[Output] = []
         if not self.initial_done:
             out.append(self._not_allowed(action, None, "the initial deal is not complete"))
@@ -228,6 +239,7 @@ class BlackjackReferee(CardLedger):
             return super().end()
         out: list[Output] = []
         if self.initial_done:
+            out += self._cards_missing()
             for hand in self._hands():  # a hand still open at round_end stood
                 if not hand.done:
                     hand.done = hand.stood = True
@@ -242,6 +254,27 @@ class BlackjackReferee(CardLedger):
                     round=self.round_no, dealer=[str(c) for c in self.dealer.cards],
                     total=total, soft=soft, drew=False))
         out.append(self._note())
+        return out
+
+    def _cards_missing(self) -> list[Output]:
+        """At round_end, a hand the rules owed a card and never got it: a double's one card
+        (000 §15, 002 §3 2.6, 004 §3.14) or a split hand's second card (000 §14, 002 §3
+        2.7, 004 §3.13). Its stake was at risk on a hand the rules do not allow."""
+        out: list[Output] = []
+        for hand in self._hands():
+            if hand.surrendered or self.peeked_blackjack:
+                continue
+            if hand.double_pending:
+                what = "its double's one card (000 §15)"
+            elif hand.from_split and len(hand.cards) < 2:
+                what = "its second card after the split (000 §14)"
+            else:
+                continue
+            name = self._name(hand)
+            out.append(self.make(
+                "HAND_CARD_MISSING", f"round {self.round_no}: {name} ended without {what}",
+                round=self.round_no, hand=name, cards=[str(c) for c in hand.cards],
+                missing="double" if hand.double_pending else "split"))
         return out
 
     # ------------------------------------------------------------------ hands and names
@@ -440,10 +473,9 @@ class BlackjackReferee(CardLedger):
         together, or the dealer misheard — even when that card finished the hand (a bust,
         21, a double's card), so that the offer starts with the next player, not the one
         after; when the card before it was not one a player drew (the initial deal's last
-        card, an offered card, the dealer's, a burn), the hand in play."""
-        last = self.recs[-1] if self.recs else None
-        drawn = last is not None and last.hand is not None and last.why in _DRAWN
-        origin = last.hand if drawn and last is not None else self._in_play()
+        card, an offered card, the dealer's, a burn), or an action came after it (the
+        player stood: the dealer has moved on), the hand in play."""
+        origin = self.drawn_last or self._in_play()
         rec = _Rec(card, None, "offered")
         self.recs.append(rec)
         if origin is None:  # no player left: the dealer's, until 17
