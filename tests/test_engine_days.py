@@ -8,6 +8,8 @@ notes, then the transition, then the prompt; a prompt after every state change).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from engine_streams import (
     CUT_CARD_PROFILES,
@@ -207,6 +209,23 @@ def test_prompt_after_every_state_change(name: str) -> None:
             (before, after)
         assert all(isinstance(o, Note | Deviation) for o in outs[:-2])
     assert moved > 5
+
+
+@pytest.mark.parametrize(("name", "first", "due"), [("gr-banco-punto", "7H", 7),
+                                                    ("gr-blackjack", "7H", 5)])
+def test_the_burn_prompt_counts_down_what_is_left(name: str, first: str, due: int) -> None:
+    # 001 BP §9: as many cards as the first one's value, the first included; 000 §6: five.
+    # The status line asks for what is left, so a dealer who follows it burns exactly
+    t = Table(name).up_to_the_burn()
+    at_load = t.run.engine.prompt().text  # (the logged prompt: none burned yet)
+    assert ("by value" in at_load) if due == 7 else (at_load == "Burn 5 card(s) unseen.")
+    t.card(first)
+    assert t.run.engine.prompt().text == \
+        f"Burn {due - 1} more card(s): 1 of {due} burned, the first included."
+    t.cards(due - 2)
+    assert t.run.engine.prompt().text.startswith("Burn 1 more card(s)")
+    t.cards(1)
+    assert t.state == "ready" and t.run.proc() == Counter()
 
 
 # --------------------------------------------------------------------------- accounting

@@ -48,6 +48,11 @@ def prompt_text(engine: TableEngine) -> str:
         return ("Load the stack into the shuffler." if p.shuffler_mode
                 else "Load the stack into the shoe as it is.")
     if s == BURN:
+        if shoe.burn_done and shoe.burn_due is not None:  # under way (the status line:
+            # prompts are logged on a transition, when none is burned yet)
+            left = max(0, shoe.burn_due - shoe.burn_done)
+            return (f"Burn {left} more card(s): {shoe.burn_done} of {shoe.burn_due} "
+                    "burned, the first included.")
         if shoe.burn_reason == "dealer_change":
             return f"Dealer change: burn {shoe.burn_due} card(s)."
         if shoe.burn_due is None:
