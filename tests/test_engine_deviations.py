@@ -18,6 +18,7 @@ import random
 import re
 import tomllib
 from collections import Counter
+from typing import Any
 
 import pytest
 from engine_streams import (
@@ -111,6 +112,26 @@ def test_check_missing_no_closing_count(name: str) -> None:
     assert r.at("CHECK_MISSING") == [len(mutated) - 1]  # at table_close
     assert dev.evidence["step"] == "table_close"
     assert r.state == "closed"
+
+
+@pytest.mark.parametrize("upto", ["shuffle", "cut", "cut_card_placed"])
+@pytest.mark.parametrize("name", [p for p in CUT_CARD_PROFILES
+                                  if not prof(p).deck_lifecycle.new_cards_every_shoe])
+def test_the_closing_count_may_follow_the_next_shoes_shuffle(name: str, upto: str) -> None:
+    # 001 BP §16: after the last hand the cards are shuffled again (§6 …); a table that then
+    # closes counts the pack (§6: mandatory at closing) before the shoe is loaded
+    evs = events(day(name))
+    closing, close = evs[-2:]
+    assert (closing["type"], close["type"]) == ("deck_check", "table_close")
+    extra: list[dict[str, Any]] = [{"type": "shuffle"}]
+    if upto != "shuffle":
+        extra.append({"type": "cut", "offset": 200})
+    if upto == "cut_card_placed":
+        lo, _ = prof(name).cut_card.window()  # type: ignore[misc]
+        extra.append({"type": "cut_card_placed", "behind": lo})
+    r = run(name, [*evs[:-2], *extra, closing, close])
+    assert r.codes() == Counter(), r.codes()
+    assert r.states[-2] == "closing_check" and r.state == "closed"
 
 
 @pytest.mark.parametrize("name", PROFILES)

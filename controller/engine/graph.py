@@ -83,8 +83,11 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         ("table_open", [CLOSED], only(OPENING_CHECK) or only(SHUFFLE)),
         ("deck_check", only(OPENING_CHECK), only(SHUFFLE)),
         ("deck_check", only(SHUFFLE), [None]),
-        ("deck_check", only(SHOE_COMPLETE, SUSPENDED, READY, RETURN_DISCARDS, BURN),
-         only(CLOSING_CHECK)),
+        # (a count once the next shoe's shuffle, cut or cut card is under way: §16 repeats
+        # the shuffle after the last hand, and the table may close before the load, 001 BP
+        # §6, §16 — the count ends that shoe, as at any other time)
+        ("deck_check", only(SHOE_COMPLETE, SUSPENDED, READY, RETURN_DISCARDS, BURN, CUT,
+                            CUT_CARD, LOAD), only(CLOSING_CHECK)),
         ("deck_check", only(CLOSING_CHECK), [None]),
         ("shuffle", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, SHOE_COMPLETE,
                          CLOSING_CHECK, SUSPENDED, *between), only(CUT)),
