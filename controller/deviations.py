@@ -146,8 +146,9 @@ _SPECS = [
     DeviationSpec("DEAL_COUNT", Severity.CRITICAL, "stud",
                   "stud poker: the stub count or a hand's card count is wrong (hands void)"),
     DeviationSpec("DEAL_ORDER", Severity.WARNING, "stud",
-                  "stud poker: the five cards were not dealt one at a time, a card to every "
-                  "hand in each turn of the deal (cards named by `to`)"),
+                  "cards dealt out of the rules' order, judged where cards name their hand "
+                  "(`to`): stud poker one at a time to every hand; Banco Punto and live "
+                  "baccarat Punto, Banco, Punto, Banco (the `[baccarat]` rule)"),
     DeviationSpec("EXPOSED_CARD", Severity.INFO, "exposed_card",
                   "a card came out face up; burned or used as the profile says"),
     DeviationSpec("DUMMY_HAND", Severity.INFO, "exposed_card",

@@ -376,6 +376,34 @@ def test_chemin_player_stood_bank_six_stands_five_draws() -> None:
     assert len(devs(play(ref, [*_initial(6, 5, 0)]))) == 1
 
 
+@pytest.mark.parametrize("name", PUNTO_BANCO)
+def test_the_deal_of_four_out_of_order_is_flagged_and_laid_as_dealt(name: str) -> None:
+    # 001 BP §9, 002 §2 3.4.3: Punto, Banco, Punto, Banco. The reader saw 9H and KD go to
+    # Punto, 2C and 3S to Banco: Punto 9 (a natural) against Banco 5, not Punto 1 must draw
+    ref = referee(name)
+    deal = [{"card": "9H", "to": "punto"}, {"card": "KD", "to": "punto"},
+            {"card": "2C", "to": "banco"}, {"card": "3S", "to": "banco"}]
+    outs = play(ref, list(deal))
+    (dev,) = devs(outs, "DEAL_ORDER")
+    assert dev in outs[2]  # at the second card, the first out of its place
+    assert dev.evidence == {"round": 1, "card": "KD", "to": "punto", "position": 2,
+                            "deal": ["9H", "KD"]}
+    assert dev.rule == prof(name).rule("baccarat") and "001 BP §9" in dev.message
+    assert all_devs(outs) == [dev]  # once a round, and no DRAW_RULE: the hands as dealt
+    data = round_note(outs).data
+    assert (data["punto"], data["banco"], data["winner"]) == (9, 5, "Punto")
+    in_order = [{"card": "9H", "to": "punto"}, {"card": "2C", "to": "banco"},
+                {"card": "KD", "to": "punto"}, {"card": "3S", "to": "banco"}]
+    assert all_devs(play(referee(name), in_order)) == []
+
+
+def test_chemin_de_fer_has_no_dealing_order_to_judge() -> None:
+    # 001 §8 gives none (interpretation 5): the deal stays Punto, Banco, Punto, Banco
+    outs = play(referee(CHEMIN), [{"card": "9H", "to": "punto"}, {"card": "KD", "to": "punto"},
+                                  "2C", "3S"])
+    assert devs(outs, "DEAL_ORDER") == []
+
+
 # ----------------------------------------------------------------------------- naturals
 
 

@@ -179,6 +179,7 @@ class BaccaratReferee(CardLedger):
         self.hand_cards: dict[str, list[str]] = {PUNTO: [], BANCO: []}
         self.stood: dict[str, bool] = {PUNTO: False, BANCO: False}
         self.flagged = False
+        self.out_of_order = False  # DEAL_ORDER raised in this round (once a round)
         self.dummy = False
         self.options: list[dict[str, Any]] = []
         self.decided: set[str] = set()  # sides whose option was logged
@@ -224,7 +225,11 @@ class BaccaratReferee(CardLedger):
         self.hands[side].append(baccarat_value(event.card))
         self.hand_cards[side].append(card)
         self.cards.append(DealtCard(card, side, "exposed" if event.exposed else why))
-        if problem is not None:
+        if problem == "order":
+            if not self.out_of_order:
+                self.out_of_order = True
+                out.append(self._out_of_order(card, side))
+        elif problem is not None:
             out.append(self._flag(side, problem, card=card))
         out.extend(self._option_drawn(side))
         return out
@@ -315,9 +320,13 @@ class BaccaratReferee(CardLedger):
     def _place(self, event: CardDrawn) -> tuple[str, str, str | None]:
         """(side, why, problem) for the next card; problem names a DRAW_RULE, or None."""
         p, b = self.hands[PUNTO], self.hands[BANCO]
-        if not self._dealt_four():
-            return (PUNTO if len(p) <= len(b) else BANCO), "deal", None
         hint = _SIDE_NAMES.get((event.to or "").strip().lower())
+        if not self._dealt_four():
+            side = PUNTO if len(p) <= len(b) else BANCO
+            if (hint is not None and hint != side and self.tableau == "punto-banco"
+                    and len(self.hands[hint]) < 2):
+                return hint, "deal", "order"  # (laid where the reader saw it go)
+            return side, "deal", None
         if self.flagged:
             return hint or self._fallback(), "third", None
         if self._naturals():
@@ -396,6 +405,18 @@ class BaccaratReferee(CardLedger):
         text = (f"round {self.round_no}: option, the {who} on {entry['total']}{vs} "
                 f"{'draws' if choice == DRAW else 'stands'}{how}")
         return [Note("option", text, {"round": self.round_no, **entry})]
+
+    def _out_of_order(self, card: str, side: str) -> Output:
+        """001 BP §9, 002 §2 3.4.3: the first four cards go Punto, Banco, Punto, Banco; the
+        reader (``to``) saw this one go to the other hand. The card is laid where it went,
+        so the hands and the tableau are judged as dealt."""
+        dealt = [c.card for c in self.cards if c.why == "deal"]
+        return self.make(
+            "DEAL_ORDER",
+            f"round {self.round_no}: {card} dealt to {_TITLE[side]} as card {len(dealt)} of "
+            "the deal: the first four go Punto, Banco, Punto, Banco (001 BP §9)",
+            section="baccarat", round=self.round_no, card=card, to=side,
+            position=len(dealt), deal=dealt)
 
     # ------------------------------------------------------------------ DRAW_RULE
 
