@@ -318,7 +318,8 @@ class BaccaratReferee(CardLedger):
         return None
 
     def _place(self, event: CardDrawn) -> tuple[str, str, str | None]:
-        """(side, why, problem) for the next card; problem names a DRAW_RULE, or None."""
+        """(side, why, problem) for the next card; problem names a DRAW_RULE ("order": a
+        DEAL_ORDER, the card laid where ``to`` says), or None."""
         p, b = self.hands[PUNTO], self.hands[BANCO]
         hint = _SIDE_NAMES.get((event.to or "").strip().lower())
         if not self._dealt_four():
