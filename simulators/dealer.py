@@ -68,6 +68,10 @@ class TableDay:
         self.stack: list[Card] = []
         self.shoe = 0
         self.round = 0
+        # a shuffler's burns: since the discards last went back, and those the discard
+        # holder keeps until the cards are withdrawn (001 BP §20δ(3), δ(6))
+        self.burned_since_return: list[Card] = []
+        self.in_holder: list[Card] = []
 
     # ------------------------------------------------------------------ helpers
 
@@ -143,12 +147,8 @@ class TableDay:
         self.cut_card_out = False
         if p.card_source != "hand":
             yield self._step("shoe_loaded", {"type": "shoe_loaded"})
-            self.burned: list[Card] = []
+            self.burned_since_return, self.in_holder = [], []
             yield from self._burn()
-        # the burns go back into a shuffler with the first round's cards (000 §10), or stay
-        # in the discard holder until the cards are withdrawn (001 BP §20δ(3), δ(6))
-        self.in_holder = [] if self.profile.shuffler.burns_returned else self.burned
-        self.held_before = 0  # of those, already left out of a count of returned cards
 
     def draw(self, phase: str = "deal", **extra: Any) -> Iterator[Step]:
         """Draw the next card, emitting the cut card first when it is next in the shoe."""
@@ -172,7 +172,7 @@ class TableDay:
             count = 5
         for _ in range(count or 0):
             yield from self.draw(phase)
-            self.burned.append(self.last_card)
+            self.burned_since_return.append(self.last_card)
 
     def step(self, phase: str, event: dict[str, Any]) -> Step:
         """A non-card event of a round (``action``, ``stub_count``) for the round dealers."""
@@ -211,9 +211,13 @@ class TableDay:
         p = self.profile
         for i in range(self.plan.rounds_per_block):
             yield from self._round()
-            held = len(self.in_holder) if not p.shuffler.burns_returned else 0
-            out = self.pos - (held - self.held_before)
+            # the burns go back with the round's cards (000 §10), or stay in the discard
+            # holder (the profile's [shuffler] burns_returned)
+            kept = [] if p.shuffler.burns_returned else self.burned_since_return
+            out = self.pos - len(kept)
             yield self._step("discards_returned", {"type": "discards_returned", "count": out})
+            self.in_holder += kept
+            self.burned_since_return = []
             # the returned cards go back in: deal on from a fresh permutation of the pack,
             # less the burns the discard holder keeps
             cards = self._pack_cards()
@@ -221,7 +225,6 @@ class TableDay:
                 cards.remove(str(card))
             self.stack = [Card(x[0], x[1]) for x in cards]
             self.pos = 0
-            self.held_before = held
             if self.plan.dealer_changes and p.burn.on_dealer_change and i == 4:
                 yield self._step("dealer_change", {"type": "dealer_change", "dealer": "D2"})
                 yield from self._burn(p.burn.on_dealer_change, phase="dealer_change_burn")

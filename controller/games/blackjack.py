@@ -261,8 +261,10 @@ class BlackjackReferee(CardLedger):
         (000 §15, 002 §3 2.6, 004 §3.14) or a split hand's second card (000 §14, 002 §3
         2.7, 004 §3.13). Its stake was at risk on a hand the rules do not allow."""
         out: list[Output] = []
+        if self.peeked_blackjack:  # (the round ended before the players played)
+            return out
         for hand in self._hands():
-            if hand.surrendered or self.peeked_blackjack:
+            if hand.surrendered:
                 continue
             if hand.double_pending:
                 what = "its double's one card (000 §15)"
