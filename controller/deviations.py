@@ -66,7 +66,9 @@ type checker refuses a code that is not one of these (the catalog below has one 
 class DeviationSpec:
     code: DeviationCode
     severity: Severity
-    section: str  # profile section whose ``source`` is the rule broken ("" = profile source)
+    #: profile section whose ``source`` is the rule broken ("" = the profile's source;
+    #: "game" = the section of the profile's game, for a code more than one game raises)
+    section: str
     when: str
 
 
@@ -145,7 +147,7 @@ _SPECS = [
                   "without its second card"),
     DeviationSpec("DEAL_COUNT", Severity.CRITICAL, "stud",
                   "stud poker: the stub count or a hand's card count is wrong (hands void)"),
-    DeviationSpec("DEAL_ORDER", Severity.WARNING, "stud",
+    DeviationSpec("DEAL_ORDER", Severity.WARNING, "game",
                   "cards dealt out of the rules' order, judged where cards name their hand "
                   "(`to`): stud poker one at a time to every hand; Banco Punto and live "
                   "baccarat Punto, Banco, Punto, Banco (the `[baccarat]` rule)"),

@@ -274,6 +274,9 @@ SCREEN_ABSENT = ShuffleScreenRule(
 """The screen of a profile that has no ``[shuffle_screen]`` (an older log's header): off."""
 
 
+GAME_SECTION = "game"
+"""A deviation's section (``DeviationSpec.section``) that is the profile's game's section:
+``[baccarat]``, ``[blackjack]`` or ``[stud]``, whichever the profile has."""
 GAME_SECTIONS: dict[str, tuple[str, ...]] = {
     "baccarat": ("baccarat", "chemin-de-fer", "baccarat-two-tableaux"),
     "blackjack": ("blackjack",),
@@ -315,7 +318,11 @@ class Profile:
         return self.cut_card.mode != "none"
 
     def rule(self, section: str) -> str:
-        """``"<profile> <seed paragraph>"`` for a deviation's ``rule`` field."""
+        """``"<profile> <seed paragraph>"`` for a deviation's ``rule`` field. ``section``:
+        a section of the profile, ``""`` for the profile's own source, or ``"game"`` for the
+        section of the profile's game (a code two games raise, each under its own rule)."""
+        if section == GAME_SECTION:
+            section = next(s for s, games in GAME_SECTIONS.items() if self.game in games)
         src = getattr(self, section).source if section else self.source
         return f"{self.name} {src}"
 

@@ -24,11 +24,11 @@ from controller.profiles import Profile
 
 
 class DeviationFactory(Protocol):
-    """``make(code, message, section=None, **evidence) -> Deviation``, bound to the table's
-    profile; ``code`` is one of :data:`~controller.deviations.DeviationCode`."""
+    """``make(code, message, **evidence) -> Deviation``, bound to the table's profile;
+    ``code`` is one of :data:`~controller.deviations.DeviationCode`, its rule the profile's
+    section the catalog names for it."""
 
-    def __call__(self, code: DeviationCode, message: str, section: str | None = None,
-                 **evidence: Any) -> Deviation: ...
+    def __call__(self, code: DeviationCode, message: str, **evidence: Any) -> Deviation: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from engine_streams import Run, Table, prof
+from engine_streams import Run, Table, day, prof, run
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -98,10 +98,9 @@ def two_cards(total: int, k: int = 0) -> tuple[str, str]:
 
 
 def factory(profile: Profile) -> Any:
-    def make(code: str, message: str, section: str | None = None, **evidence: Any) -> Deviation:
+    def make(code: str, message: str, **evidence: Any) -> Deviation:
         spec = CATALOG[code]
-        return Deviation(code, spec.severity, message,
-                         profile.rule(spec.section if section is None else section), evidence)
+        return Deviation(code, spec.severity, message, profile.rule(spec.section), evidence)
     return make
 
 
@@ -395,6 +394,20 @@ def test_the_deal_of_four_out_of_order_is_flagged_and_laid_as_dealt(name: str) -
     in_order = [{"card": "9H", "to": "punto"}, {"card": "2C", "to": "banco"},
                 {"card": "KD", "to": "punto"}, {"card": "3S", "to": "banco"}]
     assert all_devs(play(referee(name), in_order)) == []
+
+
+@pytest.mark.parametrize("name", PUNTO_BANCO)
+def test_the_engine_cites_the_baccarat_rule_for_a_deal_out_of_order(name: str) -> None:
+    # DEAL_ORDER is stud's rule too: the engine names the profile's own game section
+    # (a profile without [stud] once failed the output contract here)
+    evs = [s.event for s in day(name, 0)]
+    at = next(i for i, e in enumerate(evs) if e["type"] == "bets_closed")
+    cards = [e for e in evs[at + 1:] if e["type"] == "card"][:4]
+    for e, to in zip(cards, ("punto", "punto", "banco", "banco"), strict=True):
+        e["to"] = to
+    r = run(name, [*evs[:at + 1], *cards])  # Run.feed checks every deviation's rule
+    (dev,) = [d for d in r.devs() if d.code == "DEAL_ORDER"]
+    assert dev.rule == prof(name).rule("baccarat") == prof(name).rule("game")
 
 
 def test_chemin_de_fer_has_no_dealing_order_to_judge() -> None:

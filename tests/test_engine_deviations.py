@@ -73,7 +73,7 @@ def _custom(name: str, **changes: dict[str, object]) -> object:
 
 
 # the game referees' sections (controller/games/): their codes are dealing rules, not procedure
-REFEREE_SECTIONS = {"baccarat", "blackjack", "stud", "exposed_card"}
+REFEREE_SECTIONS = {"baccarat", "blackjack", "stud", "game", "exposed_card"}
 
 
 def test_catalog_procedure_codes_all_have_tests() -> None:

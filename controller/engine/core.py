@@ -310,11 +310,9 @@ class TableEngine:
 
     # ------------------------------------------------------------------ deviations
 
-    def _make(self, code: DeviationCode, message: str, section: str | None = None,
-              **evidence: Any) -> Deviation:
+    def _make(self, code: DeviationCode, message: str, **evidence: Any) -> Deviation:
         spec = CATALOG[code]
-        section = spec.section if section is None else section
-        return Deviation(code, spec.severity, message, self.profile.rule(section), evidence)
+        return Deviation(code, spec.severity, message, self.profile.rule(spec.section), evidence)
 
     def _suspect(self, finding: Finding) -> Deviation:
         """SHUFFLE_SUSPECT from the screen's finding (docs/shuffle-screening.md)."""

@@ -26,7 +26,7 @@ REPEATS = RUN_ON | {"BURN_COUNT"}
 PLAYED_ON = frozenset({"UNEXPECTED_EVENT", "BURN_COUNT"})
 ROUND_EVENTS = frozenset({"card", "action", "round_end", "stub_count", "discards_returned",
                           "cut_card", "card_replaced"})
-REFEREE_SECTIONS = frozenset({"baccarat", "blackjack", "stud", "exposed_card"})
+REFEREE_SECTIONS = frozenset({"baccarat", "blackjack", "stud", "game", "exposed_card"})
 
 
 class Slip(NamedTuple):

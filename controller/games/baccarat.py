@@ -416,7 +416,7 @@ class BaccaratReferee(CardLedger):
             "DEAL_ORDER",
             f"round {self.round_no}: {card} dealt to {_TITLE[side]} as card {len(dealt)} of "
             "the deal: the first four go Punto, Banco, Punto, Banco (001 BP §9)",
-            section="baccarat", round=self.round_no, card=card, to=side,
+            round=self.round_no, card=card, to=side,
             position=len(dealt), deal=dealt)
 
     # ------------------------------------------------------------------ DRAW_RULE
