@@ -742,6 +742,21 @@ def test_a_split_hand_that_never_gets_its_second_card_is_flagged(name: str) -> N
 
 
 @pytest.mark.parametrize("name", BJ)
+def test_a_round_ended_before_a_split_hand_and_the_dealer_played_is_one_deviation(
+        name: str) -> None:
+    # one slip (an early round_end), one deviation: the dealer's, naming the hand left short
+    r = play(name, [1], *deal(name, "8", "5", "8", hole="6"), "split", "3", "stand")
+    assert r.codes == Counter({"DEALER_DRAW_RULE": 1}), r.codes  # on 5 or 5 + 6: draws
+    (dev,) = r.devs("DEALER_DRAW_RULE")
+    assert dev.evidence["hands_short"] == ["box1.2"] and "box1.2" in dev.message
+    assert dev.evidence["drew"] is False
+    # once the dealer has played, a hand left short is a slip of its own
+    played = play(name, [1], *deal(name, "8", "5", "8", hole="6"), "split", "3", "stand",
+                  *({"card": c, "to": "dealer"} for c in dealer_rest(name, "66")))  # 17
+    assert played.codes == Counter({"HAND_CARD_MISSING": 1}), played.codes
+
+
+@pytest.mark.parametrize("name", BJ)
 def test_a_player_who_refused_may_draw_no_more(name: str) -> None:
     base = [*deal(name, "T96", "9", "8T5", hole="8"), {"card": "2", "unrequested": True},
             "decline", "accept"]  # box 1 did not ask; box 2 refuses, box 3 takes it

@@ -37,6 +37,7 @@ import re
 from typing import Any
 
 from controller.cards import Card, blackjack_total
+from controller.deviations import Deviation
 from controller.events import BetsClosed, CardDrawn
 from controller.outputs import Note, Output
 from controller.profiles import BlackjackRule, Profile
@@ -239,28 +240,40 @@ class BlackjackReferee(CardLedger):
             return super().end()
         out: list[Output] = []
         if self.initial_done:
-            out += self._cards_missing()
+            missing = self._cards_missing()
             for hand in self._hands():  # a hand still open at round_end stood
                 if not hand.done:
                     hand.done = hand.stood = True
             self._settle()
             if (not self.peeked_blackjack and self._must_draw() and not self._moot()):
                 total, soft = blackjack_total(self.dealer.cards)
+                text = (f"the dealer stood on {'soft ' if soft else ''}{total}: the dealer "
+                        "draws to 16 and stands on 17" + ("" if self.rule.dealer_stands_soft_17
+                                                          else " (soft 17 draws)"))
+                evidence: dict[str, Any] = {}
+                if missing and len(self.dealer.cards) <= 1 + self.rule.dealer_hole_card:
+                    # the round ended before the dealer's play and before these hands had
+                    # their cards: one slip (an early round_end), one deviation
+                    hands = [d.evidence["hand"] for d in missing]
+                    text += (f"; the round ended before {', '.join(hands)} had "
+                             + ("its card" if len(hands) == 1 else "their cards"))
+                    evidence["hands_short"] = hands
+                    missing = []
+                out += missing
                 out.append(self.make(
-                    "DEALER_DRAW_RULE",
-                    f"the dealer stood on {'soft ' if soft else ''}{total}: the dealer draws "
-                    f"to 16 and stands on 17" + ("" if self.rule.dealer_stands_soft_17
-                                                 else " (soft 17 draws)"),
-                    round=self.round_no, dealer=[str(c) for c in self.dealer.cards],
-                    total=total, soft=soft, drew=False))
+                    "DEALER_DRAW_RULE", text, round=self.round_no,
+                    dealer=[str(c) for c in self.dealer.cards], total=total, soft=soft,
+                    drew=False, **evidence))
+            else:
+                out += missing
         out.append(self._note())
         return out
 
-    def _cards_missing(self) -> list[Output]:
+    def _cards_missing(self) -> list[Deviation]:
         """At round_end, a hand the rules owed a card and never got it: a double's one card
         (000 §15, 002 §3 2.6, 004 §3.14) or a split hand's second card (000 §14, 002 §3
         2.7, 004 §3.13). Its stake was at risk on a hand the rules do not allow."""
-        out: list[Output] = []
+        out: list[Deviation] = []
         if self.peeked_blackjack:  # (the round ended before the players played)
             return out
         for hand in self._hands():
