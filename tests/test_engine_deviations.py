@@ -1087,12 +1087,19 @@ def test_a_damaged_card_is_replaced_between_rounds_but_not_during_one(name: str)
     # before the next shuffle, and play continues normally (with a shuffler: before the
     # next round, 001 BP §20δ(1)) — between rounds, not in the middle of one
     steps = day(name)
-    bets = first(steps, "bets_closed", rnd=2)
+    after = first(steps, "round_end", rnd=1) + 1  # the round is over, the next not begun
     replaced = {"type": "card_replaced", "card": "7C"}
-    r = run(name, events(insert(steps, bets, replaced)))
+    r = run(name, events(insert(steps, after, replaced)))
     assert r.codes() == Counter(), r.codes()
     assert [n.data for n in r.notes("card_replaced")] == [{"card": "7C"}]
-    assert r.states[bets] == r.states[bets - 1]
+    assert r.states[after] == r.states[after - 1]
+    bets = first(steps, "bets_closed", rnd=2)
+    r = run(name, events(insert(steps, bets, replaced)))
+    if prof(name).shuffle.every_round:  # (stud) the next round's shuffle came first: late
+        only(r, "UNEXPECTED_EVENT")
+        assert r.at("UNEXPECTED_EVENT") == [bets]
+    else:  # the same shoe: still before its next shuffle
+        assert r.codes() == Counter(), r.codes()
     mid = round_cards(steps, 2)[1]  # after the round's first card
     r = run(name, events(insert(steps, mid, replaced)))
     only(r, "UNEXPECTED_EVENT")

@@ -107,9 +107,11 @@ def transitions_for(p: Profile, states: tuple[State, ...]
                               RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK), only(SUSPENDED)),
         # a card damaged during a hand is replaced before the next shuffle (000 §1, 001 BP
         # §1, 003 §1: "and play continues normally"): between rounds too, not only once the
-        # shoe is over; with a shuffler before the next round (001 BP §20δ(1))
+        # shoe is over; with a shuffler before the next round (001 BP §20δ(1)). Where every
+        # round has its own shuffle (stud), ready comes after that shuffle: too late
         ("card_replaced", only(OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED,
-                               *(between if p.shuffler_mode else only(READY))), [None]),
+                               *(between if p.shuffler_mode else
+                                 [] if p.shuffle.every_round else only(READY))), [None]),
         ("device_fault", [s for s in states if s != DEVICE_FAULT], [DEVICE_FAULT]),
         ("device_fault", [DEVICE_FAULT], [None]),
         ("device_ok", [DEVICE_FAULT], [None, *[s for s in states if s != DEVICE_FAULT]]),
