@@ -296,6 +296,70 @@ def test_dealer_without_ace_king_pays_antes_only() -> None:
     assert d["hands"]["P2"]["rank"] == "royal flush"
 
 
+def _in_turns(hands: dict[str, str]) -> list[tuple[str, str]]:
+    """(hand, card) one at a time: P1, P2, …, the dealer, five times."""
+    cards = {h: c.split() for h, c in hands.items()}
+    return [(h, cards[h][k]) for k in range(5) for h in cards]
+
+
+def test_players_not_given_are_told_by_whole_rounds_when_only_some_cards_name_a_hand() -> None:
+    # bets_closed without players, only the first card named (P1): a two-player deal of 15
+    # cards and a stub of 37 is correct (003 §4); P1 alone said "one player"
+    t = _table()
+    out = list(t.bets())
+    for i, (h, c) in enumerate(_in_turns(TWO)):
+        out += t.send("card", card=c, **({"to": h} if i == 0 else {}))
+    out += t.send("stub_count", count=37)
+    out += t.send("round_end")
+    assert _devs(out) == [] and t.run.devs() == []
+    assert _note(out).data["players"] == 2 and _note(out).data["players_from"] == "cards"
+
+
+def test_the_stub_is_counted_after_the_deal() -> None:
+    # 003 §4: the five cards are dealt; "Στη συνέχεια" (then) the dealer counts the rest
+    order = _in_turns(TWO)
+    t = _table()
+    out = list(t.bets(players=2))
+    for h, c in order[:-1]:
+        out += t.send("card", card=c, to=h)
+    out += t.send("stub_count", count=37)  # the final count, before the dealer's up card
+    out += t.send("card", card=order[-1][1], to=order[-1][0])
+    out += t.send("round_end")
+    (dev,) = _devs(out)
+    assert dev.evidence["why"] == "counted before the deal ended"
+    assert dev.evidence["dealt_after"] == ["6D"] and dev.evidence["cards_read"] == 14
+    assert "before the deal was over" in dev.message and "003 §4" in dev.message
+    _next(t)
+    out = list(t.bets(players=2))  # counted honestly, but early: one deviation, at the count
+    for h, c in order[:-1]:
+        out += t.send("card", card=c, to=h)
+    out += t.send("stub_count", count=38)
+    out += t.send("card", card=order[-1][1], to=order[-1][0])
+    out += t.send("round_end")
+    (dev,) = _devs(out)
+    assert dev.evidence["count"] == 38 and dev.evidence["expected"] == 37
+    assert "why" not in dev.evidence
+
+
+def test_a_stub_that_does_not_make_the_deck_with_the_cards_read_is_flagged() -> None:
+    # players unknown, cards not named: 14 cards read and a stub of 37 leave 51 of 52
+    t = _table()
+    out = list(t.bets())
+    for _, c in _in_turns(TWO)[:-1]:
+        out += t.send("card", card=c)
+    out += t.send("stub_count", count=37)
+    out += t.send("round_end")
+    (dev,) = _devs(out)
+    assert (dev.evidence["count"], dev.evidence["cards_read"], dev.evidence["expected"]) == \
+        (37, 14, 38)
+    assert "51" in dev.message
+    _next(t)
+    out = list(t.bets())
+    for _, c in _in_turns(TWO):
+        out += t.send("card", card=c)
+    assert _devs([*out, *t.send("stub_count", count=37), *t.send("round_end")]) == []
+
+
 def _send_in(t: Table, order: list[tuple[str, str]]) -> list[Any]:
     """A round of TWO's cards sent in the given (hand, card) order, every card with `to`."""
     out = list(t.bets(players=2))

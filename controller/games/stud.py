@@ -71,6 +71,8 @@ class StudReferee(CardLedger):
         self.drawn: list[tuple[str, str | None]] = []  # (card, event.to) in dealing order
         self.exposed: list[bool] = []
         self.stubs: list[int] = []
+        self.stub_at = 0  # the cards read when the stub was last counted
+        self.stub_flagged = False  # a stub check raised DEAL_COUNT this round
 
     # ------------------------------------------------------------------ the seam
 
@@ -88,6 +90,7 @@ class StudReferee(CardLedger):
     def stub_count(self, count: int) -> list[Output]:
         out = super().stub_count(count)
         self.stubs.append(count)
+        self.stub_at = read = len(self.drawn)
         players, how = self._players()
         if players is not None:
             expected = expected_stub(players)
@@ -102,14 +105,25 @@ class StudReferee(CardLedger):
                     f"stub counted {count}, expected {expected} = 52 − 5 × ({players} "
                     f"player(s) + dealer): {what} (003 §4)",
                     check="stub", count=count, expected=expected, players=players,
-                    players_from=how, cards_read=len(self.drawn)))
+                    players_from=how, cards_read=read))
         elif not any(expected_stub(p) == count for p in range(1, DECK // HAND_SIZE)):
             out.append(self.make(
                 "DEAL_COUNT",
                 f"stub counted {count}: no number of players leaves that many cards "
                 f"(52 − 5 × (players + dealer)) (003 §4)",
                 check="stub", count=count, expected=None, players=None, players_from=None,
-                cards_read=len(self.drawn)))
+                cards_read=read))
+        elif read and read + count != DECK:
+            # the players are not known, but the cards read were dealt from the one deck
+            # (003 §1): what is left of it is 52 less them
+            out.append(self.make(
+                "DEAL_COUNT",
+                f"stub counted {count} after {read} card(s) read: {read + count}, not the "
+                f"deck's {DECK} (003 §4)",
+                check="stub", count=count, expected=DECK - read, players=None,
+                players_from=None, cards_read=read))
+        self.stub_flagged = self.stub_flagged or any(
+            isinstance(o, Deviation) and o.code == "DEAL_COUNT" for o in out)
         return out
 
     def end(self) -> list[Output]:
@@ -134,6 +148,16 @@ class StudReferee(CardLedger):
                 + ": the dealer must count the cards left after the deal (003 §4)",
                 check="stub", count=None, expected=expected, players=players,
                 players_from=how, cards_read=len(self.drawn), why="stub not counted"))
+        elif self.stub_at < len(self.drawn) and not self.stub_flagged:
+            after = [card for card, _ in self.drawn[self.stub_at:]]
+            out.append(self.make(
+                "DEAL_COUNT",
+                f"round {self.round_no}: the stub was counted before the deal was over "
+                f"({', '.join(after)} dealt after it): the dealer counts the cards left "
+                "after dealing (003 §4)",
+                check="stub", count=self.stubs[-1], expected=expected, players=players,
+                players_from=how, cards_read=self.stub_at, why="counted before the deal ended",
+                dealt_after=after))
         owners = self._owners(players)
         data["cards"] = [
             {"card": card, "to": owner, "why": "exposed" if exposed else "deal"}
@@ -158,11 +182,16 @@ class StudReferee(CardLedger):
             return self.bets.players, "bets_closed"
         seats = [int(m.group(1)) for _, to in self.drawn if to is not None
                  for m in [_SEAT.match(to.strip())] if m]
-        if seats:
-            return max(seats), "cards"
         n = len(self.drawn)
-        if n >= 2 * HAND_SIZE and n % HAND_SIZE == 0 and all(to is None for _, to in self.drawn):
-            return n // HAND_SIZE - 1, "cards"
+        top = max(seats) if seats else 0
+        if top and all(to is not None and to.strip() for _, to in self.drawn):
+            return top, "cards"  # every card names its hand: the highest seat named
+        # some cards (or none) name their hand: whole rounds of the deal, unless a seat
+        # beyond them is named (one card named P1 of a two-player deal says nothing more)
+        if n >= 2 * HAND_SIZE and n % HAND_SIZE == 0:
+            return max(n // HAND_SIZE - 1, top), "cards"
+        if top:
+            return top, "cards"
         return None, None
 
     def _owners(self, players: int | None) -> list[str]:
