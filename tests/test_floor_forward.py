@@ -4,6 +4,7 @@ through a broker killed with SIGKILL and a forwarder restarted."""
 from __future__ import annotations
 
 import asyncio
+import select
 import subprocess
 import sys
 import time
@@ -131,10 +132,15 @@ def test_a_broker_out_of_reach_is_one_line_and_its_return_another_never_a_traceb
          "--publish", broker.url], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     try:
-        time.sleep(2.0)  # four attempts or more at 0.5 s
+        assert proc.stderr is not None
+        # its first attempt failed (however slow the start; a silent forwarder fails here)
+        assert select.select([proc.stderr], [], [], 30)[0], "nothing said in 30 s"
+        first = proc.stderr.readline()
+        time.sleep(2.0)  # four attempts more at 0.5 s
         assert proc.poll() is None
         broker.start()
         out, err = proc.communicate(timeout=60)
+        err = first + err
     finally:
         if proc.poll() is None:
             proc.kill()
