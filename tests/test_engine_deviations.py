@@ -636,6 +636,28 @@ def test_burn_count_one_too_many(name: str) -> None:
     assert dev.evidence["card"] == steps[card].event["card"]
 
 
+def test_a_burn_too_many_may_stay_in_the_holder_with_the_burns() -> None:
+    """001 BP §20δ(3): with a shuffler the burns stay in the discard holder. A card burned
+    after the burn was complete (BURN_COUNT) may stay there with them, or go back as the
+    round's card it may have been: either return is accepted, one slip, one deviation."""
+    name = "gr-banco-punto-shuffler"
+    steps = day(name)
+    burns = _burns(steps)
+    bets = first(steps, "bets_closed")
+    extra = {"type": "card", "card": steps[burns[0]].event["card"]}  # (a twin in the pack)
+    mutated = insert(steps, bets, extra)
+    back = where(mutated, "discards_returned")[0]
+    for change in (0, 1):  # the round's cards (it stays with the burns), or those and it
+        each = [dict(s.event) for s in mutated]
+        each[back]["count"] += change
+        r = run(name, each)
+        only(r, "BURN_COUNT")
+        assert r.state == "closed"
+    each = [dict(s.event) for s in mutated]
+    each[back]["count"] -= 1  # a round's card kept back as well: a card short
+    assert "DISCARDS_NOT_RETURNED" in run(name, each).codes()
+
+
 @pytest.mark.parametrize("name", ["gr-blackjack", "ru-blackjack", "gr-blackjack-shuffler"])
 def test_burn_count_four_and_six_by_hand(name: str) -> None:
     for burned, at in ((4, "bets"), (6, "card")):

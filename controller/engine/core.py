@@ -565,7 +565,8 @@ class TableEngine:
             out.extend(shoe.referee.card(e))
             return None
         if state == READY and shoe.burn_just_finished:
-            shoe.burned += 1  # (not one the discard holder keeps: it may be a round's card)
+            shoe.burned += 1  # (the holder may keep it with the burns: it may be a round's)
+            shoe.extra_since_return += 1
             out.append(self._make(
                 "BURN_COUNT", f"{card} burned after the burn was complete: "
                 f"{shoe.burn_done + 1} burned, {shoe.burn_due} required",
@@ -676,7 +677,11 @@ class TableEngine:
         out_now = shoe.out_since_return
         kept = shoe.kept_out(self.profile.shuffler.burns_returned)
         expected = out_now - kept
-        if e.count not in (expected, out_now):  # (the burns too: early, but no card lost)
+        # a card burned too many (BURN_COUNT already) stays with the burns where they stay
+        # in the holder (001 BP §20δ(3)), or goes back as the round's card it may have been
+        extra = shoe.extra_since_return if kept else 0
+        if e.count not in (expected, out_now, expected - extra):
+            # (the burns too: early, but no card lost)
             held = f" ({kept} burned card(s) stay in the discard holder)" if kept else ""
             out.append(self._make(
                 "DISCARDS_NOT_RETURNED",
@@ -684,9 +689,12 @@ class TableEngine:
                 returned=e.count, outstanding=expected))
         shoe.out_since_return = 0
         shoe.burned_since_return = 0
+        shoe.extra_since_return = 0
         shoe.seen.clear()
         if e.count == expected:
             shoe.in_holder += kept
+        elif e.count == expected - extra:
+            shoe.in_holder += kept + extra
         shoe.in_shoe = shoe.pack_size - shoe.in_holder
         if self._shoe.change_burn_pending:
             self._start_burn(out, "dealer_change", "count", self._shoe.change_burn_pending)

@@ -56,6 +56,9 @@ class Shoe:
     seen: Counter[Card] = field(default_factory=Counter)
     out_since_return: int = 0
     burned_since_return: int = 0  # of those, burned (a profile may keep them out)
+    #: of those, drawn after the burn was complete (BURN_COUNT): a burn too many, or the
+    #: round's first card too early — the holder may keep them with the burns, or not
+    extra_since_return: int = 0
     in_holder: int = 0  # burned cards the discard holder keeps until the withdrawal
     # its cut card and last hand
     declared_behind: int | None = None
