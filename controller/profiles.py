@@ -100,6 +100,9 @@ class DeckLifecycle(Section):
     )
     paper_same_day_only: bool = _flag("paper decks only on the day they were first used")
     new_cards_every_shoe: bool = _flag("every shoe (sequence) must use lots not used before")
+    paper_until_close: bool = _later(
+        False, "paper decks are destroyed when the table closes: a paper lot in play at a "
+        "closing is refused at a later opening, the same day too")
 
 
 @dataclass(frozen=True)

@@ -322,6 +322,34 @@ def test_deck_expired_calendar_day_count() -> None:
         assert r.proc() == ({"DECK_EXPIRED": 1} if expired else {})
 
 
+@pytest.mark.parametrize("name", ["gr-blackjack", "gr-banco-punto", "gr-stud-poker"])
+def test_a_paper_lot_in_play_at_the_close_is_refused_at_a_later_opening(name: str) -> None:
+    """000 §1, 001 BP §1, 003 §1: the decks are new at the opening and destroyed after the
+    table closes — with ``paper_until_close`` (lot ids the casino's own), a paper lot of an
+    earlier session is refused the same day too; a lot of the same name bought another day
+    is another lot."""
+    lot = {"id": "P-7", "kind": "paper", "first_use": "2026-11-21"}
+
+    def two_sessions(second: dict[str, str]) -> list[dict[str, object]]:
+        morning, evening = events(day(name, 0)), events(day(name, 1))
+        morning[0]["deck_lots"], evening[0]["deck_lots"] = [lot], [second]
+        evening[0]["sabot"] = "S-99"  # (another sabot: no rotation to judge)
+        return [*morning, *evening]
+
+    strict = _custom(name, deck_lifecycle={"paper_until_close": True})
+    stream = two_sessions(dict(lot))
+    r = run(strict, stream)  # type: ignore[arg-type]
+    (dev,) = only(r, "DECK_EXPIRED")
+    assert r.at("DECK_EXPIRED") == [len(events(day(name, 0)))]  # the evening's opening
+    assert dev.evidence["lot"] == "P-7" and dev.evidence["closed_before"] is True
+    assert "destroyed at the close" in dev.message
+    assert run(strict, two_sessions({**lot, "id": "P-8"})).proc() == {}  # type: ignore[arg-type]
+    later = two_sessions({**lot, "first_use": "2026-11-22"})
+    later[len(events(day(name, 0)))]["t"] = "2026-11-22T10:00:00Z"
+    assert run(strict, later).proc() == {}  # type: ignore[arg-type]
+    assert run(name, stream).proc() == {}  # the bundled profiles: off (docs/profiles.md)
+
+
 @pytest.mark.parametrize("name", PROFILES)
 def test_deck_expired_whole_day_flagged_once(name: str) -> None:
     steps = day(name)

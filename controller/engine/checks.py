@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from controller.cards import deck
@@ -68,8 +68,11 @@ def check_sabot(past: list[Opening], k: int, e: TableOpen, open_date: dt.date | 
 
 
 def judge_lots(profile: Profile, lots: Iterable[DeckLot], judged_on: dt.date | None,
-               make: DeviationFactory, out: list[Output]) -> None:
-    """Judge lots on ``judged_on`` (the date of the event that brought them, or the opening)."""
+               make: DeviationFactory, out: list[Output],
+               closed: Container[tuple[str, dt.date]] = frozenset()) -> None:
+    """Judge lots on ``judged_on`` (the date of the event that brought them, or the opening).
+    ``closed``: the paper lots (id, first use) that were in play when a table closed (where
+    the profile's ``paper_until_close`` says they were destroyed then)."""
     rule = profile.deck_lifecycle
     if judged_on is None:
         out.append(Note("lots_not_judged", "deck lots not judged: table_open has no time",
@@ -100,6 +103,13 @@ def judge_lots(profile: Profile, lots: Iterable[DeckLot], judged_on: dt.date | N
                 f"paper lot {lot.id} opened {lot.first_use} reused on {judged_on}",
                 lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
                 opened=str(judged_on)))
+        elif (lot.id, lot.first_use) in closed:
+            out.append(make(
+                "DECK_EXPIRED",
+                f"paper lot {lot.id} was in play when the table closed: paper decks are "
+                "destroyed at the close, a table opens with new ones",
+                lot=lot.id, kind=lot.kind, first_use=str(lot.first_use),
+                opened=str(judged_on), closed_before=True))
 
 
 def check_composition(event: DeckCheck, decks: int, make: DeviationFactory,

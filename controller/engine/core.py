@@ -134,6 +134,9 @@ class TableEngine:
         self.profile = profile
         self.sabot_rotation_k = sabot_rotation_k
         self._openings = openings_from(sabot_history)
+        #: paper lots (id, first use) in play when a table closed (destroyed then: 000 §1,
+        #: 001 BP §1, 003 §1), where the profile's ``paper_until_close`` says so
+        self._paper_closed: set[tuple[str, dt.date]] = set()
         self.states = states_for(profile)
         #: the current state, as its plain value (what every record holds)
         self._state: str = CLOSED.value
@@ -438,7 +441,8 @@ class TableEngine:
                                   decks=e.decks, min=d.min, max=d.max))
         if e.deck_lots:
             self.lots = e.deck_lots
-            judge_lots(self.profile, e.deck_lots, self.open_date, self._make, out)
+            judge_lots(self.profile, e.deck_lots, self.open_date, self._make, out,
+                       self._paper_closed)
         return OPENING_CHECK if self.profile.inspection.opening_check else SHUFFLE
 
     def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
@@ -447,7 +451,8 @@ class TableEngine:
         if e.deck_lots is not None:
             self.lots = e.deck_lots
             judge_lots(self.profile, e.deck_lots,
-                       (e.time.date() if e.time else None) or self.open_date, self._make, out)
+                       (e.time.date() if e.time else None) or self.open_date, self._make, out,
+                       self._paper_closed)
         self.checked_since_shoe = True
         if self.state == OPENING_CHECK:
             self.checked_open = True
@@ -794,6 +799,9 @@ class TableEngine:
         if self.profile.inspection.closing_check and not self.checked_since_shoe:
             out.append(self._make("CHECK_MISSING", "table closed without counting the pack "
                                   "after the last shoe", step="table_close"))
+        if self.profile.deck_lifecycle.paper_until_close:
+            self._paper_closed.update((lot.id, lot.first_use) for lot in self.lots
+                                      if lot.kind == "paper")
         self._end_shoe()
         return CLOSED
 
