@@ -374,6 +374,74 @@ def test_anchors_are_matched_to_their_file_and_chain(tmp_path: Path) -> None:
     assert any("differs from the anchor" in p.reason for t in check.tables for p in t.problems)
 
 
+def test_renaming_the_table_in_the_records_does_not_dodge_the_anchors(tmp_path: Path) -> None:
+    """The anchors are matched to a file by its name as well as by its table: a forger who
+    cuts the tail, renames the table in every record and rechains (no key needed) is caught,
+    and the renaming itself is named."""
+    profile = load_profile("gr-blackjack")
+    sink = AnchorSink(tmp_path / "anchors.jsonl", syslog=False)
+    log = open_table_log(tmp_path / "logs", "T1", DAYS[0], anchors=sink, durability="none")
+    feed_log(log, profile, day_events(profile, DAYS[0], seed=5)).close()
+    (path,) = table_files(tmp_path / "logs", "T1")
+    anchors = read_anchors(tmp_path / "anchors.jsonl")
+    assert verify_set([path], anchors=anchors).ok
+    lines = read_lines(path)[:-60]  # the tail cut …
+    prev = None
+    for i, line in enumerate(lines):  # … and every record's table renamed, rechained
+        rec = json.loads(line)
+        if rec.get("table") == "T1":
+            rec["table"] = "T1x"
+        if prev is not None:
+            rec["prev"] = prev
+        rec = rehash(rec)
+        prev = rec["hash"]
+        lines[i] = line_of(rec)
+    write_lines(path, lines)
+    assert verify_set([path]).ok  # the chain alone cannot tell (documented)
+    check = verify_set([path], anchors=anchors)
+    assert not check.ok
+    (table,) = check.tables
+    assert table.table == "T1x" and table.anchors_checked > 5
+    reasons = [p.reason for p in table.problems]
+    assert any("truncated tail" in r for r in reasons)
+    assert any("as table T1's log, but its records say table T1x" in r for r in reasons)
+    assert not any("missing" in r for r in reasons)
+
+
+@pytest.mark.parametrize(("durability", "synced"), [("input", True), ("every", True),
+                                                   ("none", False)])
+def test_an_anchor_is_written_only_once_its_record_is_on_the_disk(
+        tmp_path: Path, durability: str, synced: bool) -> None:
+    """An anchor names the head of the log; a record only written (an output under 'input')
+    can be lost to a power cut and written again by recovery with another hash — the anchor
+    would then call a true log rewritten. So the log is fsynced before the anchor is written
+    (not under 'none', which promises nothing after a crash)."""
+    profile = load_profile("gr-blackjack")
+    sink = AnchorSink(tmp_path / "anchors.jsonl", syslog=False)
+    log = open_table_log(tmp_path / "logs", "T1", DAYS[0], anchors=sink, durability=durability)
+    calls: list[str] = []
+    writer, write = log.writer, sink.write
+    real_sync = writer.sync
+
+    def sync() -> None:
+        calls.append("fsync log")
+        real_sync()
+
+    def anchor(**fields: object) -> object:
+        calls.append("anchor")
+        return write(**fields)
+
+    writer.sync = sync  # type: ignore[method-assign]
+    sink.write = anchor  # type: ignore[method-assign]
+    feed_log(log, profile, day_events(profile, DAYS[0], seed=5)[:120])
+    assert "anchor" in calls
+    if synced:  # every anchor follows an fsync of the log
+        assert all(calls[i - 1] == "fsync log" for i, c in enumerate(calls) if c == "anchor")
+    else:
+        assert "fsync log" not in calls
+    log.close()
+
+
 def test_a_day_without_a_date_in_its_name_keeps_working(tmp_path: Path) -> None:
     """Files not named by the layout are taken in command-line order (unchanged)."""
     profile = load_profile("gr-blackjack")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -223,24 +223,48 @@ def verify_set(
     by_table: dict[str | None, list[Anchor]] = defaultdict(list)
     for anchor in anchors or ():
         by_table[anchor.table].append(anchor)
+    given = {p.name for files in groups.values() for p in files}
     ids = [table for table, _ in groups]
     for (table, directory), files in groups.items():
         names = [parse_log_name(p.name) for p in files]
         if all(n is not None for n in names):
             files = [p for _, p in sorted(zip(names, files, strict=True))]
+        # the table's anchors, and every anchor that names one of these files, whatever
+        # table it says: the table id is in the records, which whoever rewrites them can
+        # change — an anchor must not be dodged by renaming the table
+        mine = {p.name for p in files}
         table_anchors = by_table.get(table, []) + [
-            a for a in by_table.get(None, []) if a.file in {p.name for p in files}]
+            a for a in anchors or () if a.table != table and a.file in mine]
         label = table if ids.count(table) == 1 else f"{table} ({directory})"
         check = _verify_table(label, files, key, table_anchors, anchors is not None, report,
-                              partial, meter)
+                              partial, meter, given)
         if check is not None:
+            _check_anchored_table(check, table, table_anchors)
             report.tables.append(check)
     return report
 
 
+def _check_anchored_table(check: TableCheck, table: str, anchors: list[Anchor]) -> None:
+    """A file the anchors give to another table than its records name was rewritten (its
+    table renamed, as a forger would to dodge the table's anchors)."""
+    by_name = {fc.name: fc for fc in check.files}
+    told: set[str] = set()
+    for a in anchors:
+        fc = by_name.get(a.file)
+        if fc is None or a.table is None or a.table == table or a.file in told:
+            continue
+        told.add(a.file)
+        check.problems.append(Problem(
+            str(fc.path), 1, None,
+            f"the {a.kind} {a.made} at {a.ts} ({a.kind} line {a.line}) names this file as table "
+            f"{a.table}'s log, but its records say table {table}: the log was rewritten",
+            REWRITTEN, "table id changed"))
+
+
 def _verify_table(table: str, files: list[Path], key: bytes | None, anchors: list[Anchor],
                   use_anchors: bool, report: SetCheck, partial: bool,
-                  meter: Meter | None = None) -> TableCheck | None:
+                  meter: Meter | None = None, given: Set[str] = frozenset()
+                  ) -> TableCheck | None:
     check = TableCheck(table)
     want = {a.seq for a in anchors}
     for path in files:
@@ -259,7 +283,7 @@ def _verify_table(table: str, files: list[Path], key: bytes | None, anchors: lis
                                           r.reason or "", r.problem, r.detail))
         _check_link(check, i, partial)
     if use_anchors:
-        _check_anchors(check, anchors, partial)
+        _check_anchors(check, anchors, partial, given)
     keyed = any(f.result.keyed or f.result.macs for f in check.files)
     if key is not None:
         check.mac = "checked" if check.ok else "none"
@@ -337,16 +361,20 @@ def _check_link(check: TableCheck, i: int, partial: bool) -> None:
                                       "the MAC chain does not continue the previous file", "mac"))
 
 
-def _check_anchors(check: TableCheck, anchors: list[Anchor], partial: bool) -> None:
+def _check_anchors(check: TableCheck, anchors: list[Anchor], partial: bool,
+                   given: Set[str] = frozenset()) -> None:
     """Every anchor against the record it names, matched by file *and* seq: a table's
     second chain of a day (``….2.jsonl``) starts again at seq 1, so a seq alone could match
-    the wrong file — and let an edit hide behind the other chain."""
+    the wrong file — and let an edit hide behind the other chain. A file given but grouped
+    under another table (its records name another) is checked there, not missing here."""
     by_name = {fc.name: fc for fc in check.files}
     not_given: dict[str, Anchor] = {}
     last_for: dict[str, Anchor] = {}
     for a in anchors:
         fc = by_name.get(a.file)
         if fc is None:
+            if a.file in given:
+                continue
             if a.seq and (a.file not in not_given or a.seq >= not_given[a.file].seq):
                 not_given[a.file] = a
             continue
