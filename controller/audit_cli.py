@@ -208,7 +208,8 @@ def cmd_recover(args: argparse.Namespace) -> int:
         key = _key("recover", args.key)
         anchors = AnchorSink(args.anchors, syslog=not args.no_syslog) if args.anchors else None
         with hold_table(Path(args.log).parent):  # never under a controller still writing
-            result = recover(args.log, key=key, anchors=anchors, reason=args.reason)
+            result = recover(args.log, key=key, anchors=anchors, reason=args.reason,
+                             whole=True)
             result.log.close()
     except (KeyFileError, LogInUseError) as exc:
         _err("recover", str(exc))

@@ -169,6 +169,31 @@ def test_recovery_refuses_a_damaged_log(tmp_path: Path) -> None:
     assert path.read_bytes() == before  # nothing cut, nothing written
 
 
+def test_audit_recover_refuses_damage_before_the_window_a_restart_checks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A controller reopening a log checks its last window only (bounded time, however long
+    the log); ``audit recover`` — the auditor's command — checks every record before the
+    torn line, so an edit far back is refused, nothing cut, nothing written."""
+    import controller.audit.verify as verify_mod
+
+    monkeypatch.setattr(verify_mod, "TAIL_BYTES", 4096)  # a day's log is far longer
+    path = _crashed_log(tmp_path, _events())
+    lines = read_lines(path)
+    lines[5] = lines[5].replace(b'"state"', b'"stat"', 1)  # line 6: outside the last 4 KiB
+    lines[-1] = lines[-1][:10]
+    write_lines(path, lines)
+    before = path.read_bytes()
+    with pytest.raises(AuditLogError) as info:
+        recover(path, whole=True)
+    assert info.value.line == 6 and path.read_bytes() == before
+    capsys.readouterr()
+    assert main(["audit", "recover", str(path)]) == 1
+    said = capsys.readouterr().err
+    assert "refused" in said and "line 6" in said and "nothing was cut" in said
+    assert path.read_bytes() == before
+
+
 def test_keyed_recovery_continues_the_mac_chain(tmp_path: Path) -> None:
     path = _crashed_log(tmp_path, _events(), key=KEY)
     data = path.read_bytes()

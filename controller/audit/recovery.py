@@ -36,6 +36,7 @@ from typing import Any
 
 from controller.audit.anchors import AnchorSink
 from controller.audit.files import parse_log_name, table_files
+from controller.audit.opening import _check_verified
 from controller.audit.records import LogReader
 from controller.audit.replay import Difference, Replayer
 from controller.audit.verify import ChainStart, verify_file
@@ -104,6 +105,7 @@ def recover(
     clock: Clock | None = None,
     anchors: AnchorSink | None = None,
     reason: str = DEFAULT_REASON,
+    whole: bool = False,
 ) -> RecoveryResult:
     """Recover the log at ``path`` and return the rebuilt session, logging to it, ready to go on.
 
@@ -111,9 +113,16 @@ def recover(
     line, and :class:`~controller.audit.replay.ReplayError` or
     :class:`~controller.audit.records.LogReadError` when its header cannot be
     used to rebuild the session.
+
+    Before anything is cut the records are verified: the log's last window (as a
+    controller reopening it checks, in bounded time), or with ``whole`` every record
+    before the torn line (``audit recover``: an auditor's command, not a restart's).
     """
     file = Path(path)
     snapshot = _tail_snapshot(file)
+    if whole and snapshot is not None and snapshot[0]:
+        _check_verified(verify_file(file, key=key, end=snapshot[0]), str(file), key,
+                        where=" (nothing was cut: damage before the last line is no crash)")
     try:
         return _recover(file, key=key, durability=durability, clock=clock, anchors=anchors,
                         reason=reason)
