@@ -9,6 +9,7 @@ TableSession + open_table_log (tests/test_audit_helpers.py).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import itertools
 import json
 import os
@@ -777,3 +778,39 @@ def test_doc_covers_keys_anchors_rotation_recovery() -> None:
                    "shoewarden audit report", "--round N", "self-contained", "SABOT_ROTATION",
                    "<table>-<YYYY-MM-DD>.jsonl", "0640"):
         assert needle in text, needle
+
+
+@pytest.mark.parametrize("where", ["middle", "last"])
+def test_keys_out_of_order_are_not_canonical_even_where_the_float_screen_marks_them(
+        tmp_path: Path, where: str) -> None:
+    """The fast paths mark '.', 'E', '+', '-' before their canonical check: "x-" sorts
+    before "x0" but its marked form after. A record written "x0", then "x-" (not canonical)
+    with its hash and the chain recomputed must still fail, as the docs' reference script
+    fails it; the same keys in canonical order pass."""
+    path = write_day(tmp_path, DAYS[0])
+    lines = read_lines(path)
+    n = {"middle": len(lines) // 2, "last": len(lines) - 1}[where]
+
+    def with_extra(text: bytes) -> list[bytes]:
+        out = list(lines)
+        rec = json.loads(out[n])
+        body = line_of(rehash(rec))[:-2] + b"," + text + b"}"  # (keys sort before "x")
+        rec = json.loads(body)
+        unhashed = body.replace(b'"hash":"' + rec["hash"].encode() + b'",', b"")
+        digest = hashlib.sha256(unhashed).hexdigest()
+        out[n] = body.replace(rec["hash"].encode(), digest.encode()) + b"\n"
+        prev = digest
+        for i in range(n + 1, len(out)):  # rechained after it
+            later = json.loads(out[i])
+            later["prev"] = prev
+            later = rehash(later)
+            prev = later["hash"]
+            out[i] = line_of(later)
+        return out
+
+    write_lines(path, with_extra(b'"x-":2,"x0":1'))  # canonical: '-' sorts before '0'
+    assert verify_file(path).ok
+    write_lines(path, with_extra(b'"x0":1,"x-":2'))
+    result = verify_file(path)
+    assert not result.ok and result.first_bad_line == n + 1
+    assert "canonical" in (result.reason or "")

@@ -34,7 +34,8 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 # does not encode back to the same bytes — either way the exact path takes the line and
 # names the float. (So does a negative integer, which our records never hold.) Marking
 # changes no string's escaping; it can change the order of keys that hold those
-# characters, which ours never do: such a line goes to the exact path too.
+# characters (``"x-"`` sorts before ``"x0"``, ``"x?"`` after it), which ours never do: a
+# line with a marked character in a key (:func:`_mark_in_key`) goes to the exact path.
 _MARKED = bytes.maketrans(b".E+-", b"????")
 #: the same, for a run of lines made one JSON array: a raw newline (never inside a JSON
 #: string, where it is escaped) becomes the comma between two records
@@ -42,6 +43,25 @@ _MARKED_RUN = bytes.maketrans(b".E+-\n", b"????,")
 _SORTED = orjson.OPT_SORT_KEYS
 _HASH, _KIND, _PREV, _SEQ, _TS = map(operator.itemgetter, ("hash", "kind", "prev", "seq", "ts"))
 _HEXDIGEST = operator.methodcaller("hexdigest")
+
+#: all but what tells a key with a ``?`` in it: a key is ``"…":``, and in valid, canonical
+#: JSON a ``:`` follows only a key's closing quote
+_NOT_QUOTE_COLON_MARK = bytes(range(256)).translate(None, b'":?\\')
+
+
+def _mark_in_key(marked: bytes | bytearray) -> bool:
+    """Does a key of this (valid, canonical) JSON hold a ``?`` (a marked character, or its
+    own)? Its line then goes to the exact path. This runs on every record: one C pass keeps
+    the quotes, colons, ``?`` and backslashes; only where a backslash is left (an escape,
+    rare in records) are escaped backslashes and quotes taken out first."""
+    kept = marked.translate(None, _NOT_QUOTE_COLON_MARK)
+    if b"\\" in kept:
+        bare = marked.replace(b"\\\\", b"").replace(b'\\"', b"")
+        kept = bare.translate(None, _NOT_QUOTE_COLON_MARK)
+        if b"\\" in kept:  # another escape (\n, \u…): its letters are gone, not its quote
+            kept = kept.replace(b"\\", b"")
+    return b'?":' in kept
+
 
 # Classification of the first bad line (VerifyResult.problem).
 EDITED = "edited"  # a record's content changed (hash mismatch, not canonical, unparseable)
@@ -163,7 +183,7 @@ class ChainState:
             canonical = orjson.dumps(records, option=_SORTED)
         except orjson.JSONEncodeError:  # nested deeper than orjson writes: one by one
             return False
-        if len(records) != len(raws) or canonical != marked:
+        if len(records) != len(raws) or canonical != marked or _mark_in_key(marked):
             return False
         if not self.keyed and self.key is None:
             return self._plain_run(raws, records, want, hashes)
@@ -294,8 +314,9 @@ class ChainState:
                 or type(record.get("ts")) is not str or type(record.get("kind")) is not str):
             return False  # _STR_FIELDS, spelt out (this is per record)
         try:
-            if orjson.dumps(record, option=orjson.OPT_SORT_KEYS) != marked:
-                return False  # not canonical
+            if (orjson.dumps(record, option=orjson.OPT_SORT_KEYS) != marked
+                    or _mark_in_key(marked)):
+                return False  # not canonical, or perhaps not (a key marked)
         except orjson.JSONEncodeError:  # nested deeper than orjson writes: the slow path
             return False
         unhashed = _without_member_b(body, b'"hash":"' + digest.encode() + b'"')
