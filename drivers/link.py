@@ -451,12 +451,14 @@ class ProtocolLink(LinkBase):
             del recent[0]
 
     def _open_gap(self, first: int, missing: int, frame: Frame, now: float) -> list[LinkResult]:
-        seqs = [(first + i) % SEQ_MODULO for i in range(missing)]
         gap = self.gap
         out: list[LinkResult] = []
         if missing > MAX_RESEND or (gap is not None and len(gap.missing) + missing > MAX_RESEND):
             out += self._flush_gap("")
-            self.lost.update(seqs[-MAX_RESEND:])
+            # the last MAX_RESEND of them only, never a list of the whole jump: a device
+            # jumping 65,000 ahead on every frame must not cost a list that long a frame
+            self.lost.update((first + i) % SEQ_MODULO
+                             for i in range(max(0, missing - MAX_RESEND), missing))
             out.append(LinkFault(LOST_FRAMES, f"{missing} frame(s) lost from seq {first} "
                                               "(too many to resend)"))
             return out + self._dispatch(frame)
@@ -465,6 +467,7 @@ class ProtocolLink(LinkBase):
             self.resent.clear()
             self.resent_until = now + 2 * self.resend_timeout
             out += self.send_command(Kind.RESEND, {"from": first}, now)
+        seqs = [(first + i) % SEQ_MODULO for i in range(missing)]  # at most MAX_RESEND
         gap.missing.update(seqs)
         gap.order.extend(seqs)
         self.resent.add(frame.seq)

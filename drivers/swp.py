@@ -329,6 +329,13 @@ class SwpDriver(DeviceDriver):
                     out += self.unusable(r.frame_type, r.detail)
                 return out
             case LinkFault():
+                if r.code == LOST_FRAMES and LOST_FRAMES in self.open_faults:
+                    # play has stopped on the first loss; further losses while it is open
+                    # are counted through the throttle, exactly, in bounded inputs — a
+                    # device jumping its seq on every frame must not make each an fsynced
+                    # fault (drivers/noise.py)
+                    return self._noise_reports(self.noise.offer("lost_frames", 1, r.detail,
+                                                                now))
                 return self.fault(r.code, r.detail, repeat=r.code == LOST_FRAMES)
             case LinkRecovered():
                 return self.ok(r.code, r.detail)

@@ -352,3 +352,36 @@ def test_reset_with_a_hole_open_reports_the_lost_frames() -> None:
     out = link.reset(0.1)
     assert [f.code for f in of(out, LinkFault)] == [LOST_FRAMES]
     assert len(of(out, Message)) == 1 and link.state == "idle"
+
+
+def test_a_device_jumping_its_seq_on_every_frame_costs_one_fault_and_bounded_inputs() -> None:
+    """Valid frames whose seq jumps tens of thousands ahead each time: every one is a loss
+    too wide to resend. Play stops on the first (LOST_FRAMES); the rest, while it is open,
+    are counted through the noise throttle — a bounded number of inputs, the count exact —
+    and a good card afterwards is read. (Each jump used to build a list of the whole gap and
+    make an fsynced fault: a device could bury the table's log.)"""
+    import random
+
+    from controller.events import CardDrawn, DeviceDiagnostic, DeviceFault
+    from drivers.shoe import ShoeDriver
+
+    t = "2026-11-21T10:00:00.000Z"
+    d = ShoeDriver("shoe", utc=lambda: t)
+    d.open(0.0)
+    ident = {"kind": "shoe", "model": "M", "serial": "S", "firmware": "1", "firmware_hash": "h"}
+    d.feed(encode(0, Kind.ACK, {"ack": 0}) + encode(0, Kind.IDENTITY, ident), 0.0)
+    rng = random.Random(1)
+    expected, outs = 1, []
+    for i in range(300):
+        seq = (expected + rng.randrange(40_000, 65_279)) % 65_536
+        outs += d.feed(encode(seq, Kind.HEARTBEAT, b""), 1.0 + i * 0.001)
+        expected = (seq + 1) % 65_536
+    outs += d.tick(3.0)  # a quiet window: the burst's summary
+    faults = [o for o in outs if isinstance(o, DeviceFault)]
+    assert [f.code for f in faults] == [LOST_FRAMES]
+    reports = [o for o in outs if isinstance(o, DeviceDiagnostic)]
+    assert 1 <= len(reports) <= 5
+    assert reports[-1].kind == "line_noise_ended"  # the count exact: every loss after the first
+    assert "lost_frames 299" in (reports[-1].detail or "")
+    card = d.feed(encode(expected, Kind.CARD_OUT, {"card": "7H"}), 9.0)
+    assert [type(o) for o in card] == [CardDrawn]
