@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from controller.events import DeviceFault, DeviceOk
 from drivers.allowlist import Allowlist
 from drivers.diagnostics import (
+    DRIVER_FAULT_CODES,
     MAX_DIAGNOSTIC_DETAIL,
     PROTOCOL_ERROR,
     DeviceDiagnostic,
@@ -145,7 +146,7 @@ class DeviceDriver(ABC):
         code in the detail; so no device can make the controller hold without limit."""
         raw = code.strip()
         code = raw.upper()
-        if not DEVICE_FAULT_CODE.fullmatch(code):
+        if not DEVICE_FAULT_CODE.fullmatch(code) or code in DRIVER_FAULT_CODES:
             shown = raw[:40] + ("…" if len(raw) > 40 else "")
             return self.fault("FAULT", f"device fault code {shown!r}"
                               + (f": {detail}" if detail else ""), t=t)
@@ -153,6 +154,16 @@ class DeviceDriver(ABC):
             return self.fault("FAULT", f"{code} (more than {MAX_OPEN_FAULTS} faults open)"
                               + (f": {detail}" if detail else ""), t=t)
         return self.fault(code, detail, t=t)
+
+    def device_ok(self, code: str, detail: str = "cleared by the device", *,
+                  t: str | None = None) -> list[Output]:
+        """A fault the device itself says is over: one of its own codes only. The faults the
+        driver raises (a lost frame, an unreadable card, a silent or disconnected link) are
+        cleared by the driver or by a person, never by the device's word (nothing then)."""
+        code = code.strip().upper()
+        if code in DRIVER_FAULT_CODES:
+            return []
+        return self.ok(code, detail, t=t)
 
     def ok(self, code: str, detail: str | None = None, *, t: str | None = None) -> list[Output]:
         """A ``device_ok`` for an open fault (nothing if it is not open)."""

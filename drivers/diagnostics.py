@@ -30,6 +30,14 @@ IO_ERROR = "IO_ERROR"
 DRIVER_ERROR = "DRIVER_ERROR"
 UNREADABLE_CARD = "UNREADABLE_CARD"
 DEVICE_IDENTITY = "DEVICE_IDENTITY"
+# the link's (drivers/link.py)
+SILENT = "SILENT"
+NO_ACK = "NO_ACK"
+LOST_FRAMES = "LOST_FRAMES"
+DRIVER_FAULT_CODES = frozenset({DISCONNECTED, IO_ERROR, DRIVER_ERROR, UNREADABLE_CARD,
+                                DEVICE_IDENTITY, SILENT, NO_ACK, LOST_FRAMES})
+"""The codes the drivers raise themselves: a device's own message never raises one (it is
+the generic ``FAULT`` then) nor clears one (a person or the driver does)."""
 
 # device_diagnostic codes
 PROTOCOL_ERROR = "PROTOCOL_ERROR"

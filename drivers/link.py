@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from drivers.diagnostics import LOST_FRAMES, NO_ACK, SILENT
 from drivers.errors import ProtocolError
 from drivers.framing import SEQ_MODULO, Frame, FrameDecoder, FramingError, SequenceChecker, encode
 from drivers.protocol import (
@@ -56,10 +57,7 @@ class LinkState(StrEnum):
     READY = "ready"  # identified: frames are numbered, acked and watched by the heartbeat
 
 
-# link fault codes (each becomes a device_fault with this code)
-SILENT = "SILENT"
-NO_ACK = "NO_ACK"
-LOST_FRAMES = "LOST_FRAMES"
+# link fault codes (each becomes a device_fault with this code): drivers/diagnostics.py
 
 _KNOWN_KINDS = {k.value for k in Kind}
 _IMMEDIATE = frozenset({Kind.ACK, Kind.NAK, Kind.HEARTBEAT})  # never held back for ordering

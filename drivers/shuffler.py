@@ -75,7 +75,7 @@ class ShufflerDriver(SwpDriver):
             case Kind.FAULT_CLEARED:
                 code = body_str(body, "code")
                 assert code is not None
-                return self.ok(code.strip().upper(), "cleared by the shuffler", t=t)
+                return self.device_ok(code, "cleared by the shuffler", t=t)
             case Kind.STATUS:
                 self.last_status = dict(body)
                 return [self.notice(msg)]

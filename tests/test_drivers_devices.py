@@ -203,6 +203,25 @@ def test_scan_count_mismatch_and_scans_out_of_order() -> None:
 # --------------------------------------------------------------------------- shuffler
 
 
+def test_a_device_neither_raises_nor_clears_the_drivers_own_faults() -> None:
+    """UNREADABLE_CARD and LOST_FRAMES stop play until a person clears them; a device's
+    FAULT_CLEARED naming one (any case) changes nothing, and a device's FAULT naming one is
+    the generic FAULT, its code in the detail. The device's own codes still come and go."""
+    sh, dev = connected(ShufflerDriver)
+    assert codes(send(sh, dev, Kind.DELIVERED, {"unreadable": True})) == [
+        ("device_fault", "UNREADABLE_CARD")]
+    for code in ("UNREADABLE_CARD", "unreadable_card", "LOST_FRAMES", "SILENT", "IO_ERROR"):
+        assert events(send(sh, dev, Kind.FAULT_CLEARED, {"code": code})) == []
+    assert "UNREADABLE_CARD" in sh.open_faults
+    out = send(sh, dev, Kind.FAULT, {"code": "LOST_FRAMES"})
+    assert codes(out) == [("device_fault", "FAULT")] and "LOST_FRAMES" in str(events(out)[0])
+    assert sh.clear_fault("UNREADABLE_CARD") != []  # a person may
+    assert codes(send(sh, dev, Kind.FAULT, {"code": "COUNT_MISMATCH"})) == [
+        ("device_fault", "COUNT_MISMATCH")]
+    assert codes(send(sh, dev, Kind.FAULT_CLEARED, {"code": "count_mismatch"})) == [
+        ("device_ok", "COUNT_MISMATCH")]
+
+
 def test_shuffler_messages() -> None:
     sh, dev = connected(ShufflerDriver)
     assert events(send(sh, dev, Kind.SHUFFLE_DONE, {"count": 312})) == [Shuffle(t=T)]
