@@ -544,8 +544,9 @@ def deck_check(tokens: Iterable[object], t: str | None,
     for token in tokens:
         try:
             cards.append(parse_card(token))
-        except CardError:
-            foreign.append(token if isinstance(token, str) else show(token))
+        except CardError:  # (a token too long for the log is kept cut short, as shown)
+            foreign.append(token if isinstance(token, str) and len(token) <= MAX_TEXT
+                           else show(token))
     return DeckCheck(cards=tuple(sorted(cards, key=_CARD_ORDER)),
                      foreign=tuple(sorted(foreign)),
                      deck_lots=deck_lots, t=t)

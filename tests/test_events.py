@@ -82,6 +82,19 @@ def test_foreign_tokens_in_a_deck_check_are_kept_not_rejected() -> None:
     assert event.foreign == ("JK", "XX")
 
 
+def test_a_scanned_token_too_long_for_the_log_is_kept_cut_short_and_the_check_with_it() -> None:
+    # a scanner's token of 1,001 characters made the typed path's screen refuse the whole
+    # deck check (52 cards read, nothing in the log); it is a foreign card, shown cut short
+    from controller.events import deck_check, screen
+
+    tokens = [*(f"{r}{s}" for s in "SHDC" for r in "A23456789TJQK"), "Z" * 1001]
+    event = deck_check(tokens, None)
+    screen(event)  # (raised EventError: foreign item too long)
+    assert len(event.cards) == 52
+    (shown,) = event.foreign
+    assert shown.startswith("'ZZZ") and shown.endswith("...") and len(shown) <= 60
+
+
 def test_deck_check_record_is_sorted_so_no_order_leaks() -> None:
     shuffled = ["9C", "2H", "AS", "KD", "TS"]
     record = parse_event({"type": "deck_check", "cards": shuffled}).to_record()
