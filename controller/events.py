@@ -32,6 +32,7 @@ from controller.validation import (
     check_choice,
     checker,
     choices,
+    printable,
     show,
 )
 
@@ -545,7 +546,7 @@ def deck_check(tokens: Iterable[object], t: str | None,
         try:
             cards.append(parse_card(token))
         except CardError:  # (a token too long for the log is kept cut short, as shown)
-            foreign.append(token if isinstance(token, str) and len(token) <= MAX_TEXT
+            foreign.append(printable(token) if isinstance(token, str) and len(token) <= 250
                            else show(token))
     return DeckCheck(cards=tuple(sorted(cards, key=_CARD_ORDER)),
                      foreign=tuple(sorted(foreign)),

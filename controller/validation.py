@@ -23,6 +23,7 @@ docs and the tests pin. Five small functions do the job without a dependency.
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -40,6 +41,17 @@ class Invalid(ValueError):
         self.field = field_name
         self.why = why
         super().__init__(f"{field_name}: {why}" if field_name else why)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """A device's text as a dealer's screen or a log line may show it: each control
+    character (an ANSI escape, a CR or LF, a bell) written as ``\\xNN``. A device must not
+    clear the dealer's screen or forge a line of the display through a fault's detail or a
+    card token it sends."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def show(value: Any) -> str:

@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from controller.events import DeviceFault, DeviceOk
+from controller.validation import printable
 from drivers.allowlist import Allowlist
 from drivers.diagnostics import (
     DRIVER_FAULT_CODES,
@@ -44,7 +45,6 @@ from drivers.protocol import Identity
 DEVICE_FAULT_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
 MAX_OPEN_FAULTS = 16
 MAX_DETAIL = 300
-
 
 class DriverState(StrEnum):
     """Where a driver's connection is. Equal to its plain string (``"ready"``), so what
@@ -133,7 +133,7 @@ class DeviceDriver(ABC):
         every loss is news)."""
         if code in self.open_faults and not repeat:
             return []
-        detail = detail[:MAX_DETAIL] if detail else detail
+        detail = printable(detail)[:MAX_DETAIL] if detail else detail
         self.open_faults[code] = detail
         return [DeviceFault(device=self.name, code=code, detail=detail or None,
                             t=t or self.utc())]
@@ -192,7 +192,7 @@ class DeviceDriver(ABC):
         return DeviceDiagnostic(device=self.name, code=code, kind=kind or None,
                                 count=max(count, 0) if counted else None,
                                 total=max(total, 0) if counted else None,
-                                detail=detail[:MAX_DIAGNOSTIC_DETAIL] or None,
+                                detail=printable(detail)[:MAX_DIAGNOSTIC_DETAIL] or None,
                                 t=t or self.utc())
 
     def note(self, kind: str, *, detail: str = "",

@@ -222,6 +222,21 @@ def test_a_device_neither_raises_nor_clears_the_drivers_own_faults() -> None:
         ("device_ok", "COUNT_MISMATCH")]
 
 
+def test_control_characters_a_device_sends_never_reach_the_screen_raw() -> None:
+    """A JAM detail (or a scanned token) with an ANSI escape, CR/LF or a bell would clear
+    the dealer's screen or forge a display line where it is printed: each is written as
+    \\xNN in the fault, the diagnostic and a foreign card."""
+    from controller.events import deck_check
+
+    sh, dev = connected(ShoeDriver)
+    evil = "x\x1b[2J\r\n> card 7H\x07"
+    (fault,) = [e for e in events(send(sh, dev, Kind.JAM, {"detail": evil}))]
+    assert isinstance(fault, DeviceFault)
+    assert fault.detail == "x\\x1b[2J\\x0d\\x0a> card 7H\\x07"
+    assert all(c.isprintable() for c in fault.detail)
+    assert deck_check(["AS", "\x1b[2JZ"], None).foreign == ("\\x1b[2JZ",)
+
+
 def test_shuffler_messages() -> None:
     sh, dev = connected(ShufflerDriver)
     assert events(send(sh, dev, Kind.SHUFFLE_DONE, {"count": 312})) == [Shuffle(t=T)]
