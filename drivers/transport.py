@@ -89,8 +89,9 @@ class ReaderThread(threading.Thread):
                         ended = TransportFault(DISCONNECTED, str(e), e)
                         break
                     errors += 1
-                    log.warning("%s: read error %d/%d: %s", self.name, errors, self.max_errors, e,
-                                exc_info=True)
+                    # a device's read error is expected: one line, the traceback for debugging
+                    log.warning("%s: read error %d/%d: %s", self.name, errors, self.max_errors, e)
+                    log.debug("%s: read error", self.name, exc_info=True)
                     if errors >= self.max_errors:
                         ended = TransportFault(DISCONNECTED, f"{errors} read errors in a row: {e}",
                                                e)

@@ -350,6 +350,20 @@ def test_endless_read_errors_end_in_disconnected_not_a_hot_loop() -> None:
     assert [f.code for f in faults] == ["IO_ERROR"] * 3 + ["DISCONNECTED"]
 
 
+def test_a_read_error_is_one_warning_line_its_traceback_only_for_debugging(
+        caplog: pytest.LogCaptureFixture) -> None:
+    def read() -> bytes:
+        raise DeviceError("garbled")
+
+    reader = ReaderThread(read, lambda d: None, lambda f: None, max_errors=2, error_pause=0.0)
+    with caplog.at_level("WARNING", logger="shoewarden.drivers"):
+        reader.start()
+        reader.join(LIMIT)
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings and all("garbled" in r.getMessage() for r in warnings)
+    assert not any(r.exc_info for r in warnings)  # no traceback on the operator's log
+
+
 def test_a_reader_stopped_on_purpose_reports_nothing() -> None:
     transport = SerialTransport("loop://")
     transport.open()
