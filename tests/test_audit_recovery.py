@@ -194,6 +194,21 @@ def test_audit_recover_refuses_damage_before_the_window_a_restart_checks(
     assert path.read_bytes() == before
 
 
+def test_recovery_refuses_a_file_a_later_file_of_the_set_follows(tmp_path: Path) -> None:
+    """Only the newest file of a table's set can have been cut by a crash: a torn line in
+    an earlier day's file, whose next day continues from its end, is damage — refused,
+    nothing cut (the next day's link would otherwise be broken by the cut)."""
+    first = write_day(tmp_path / "logs", dt.date(2026, 11, 20))
+    write_day(tmp_path / "logs", DAY, seed=4)
+    lines = read_lines(first)
+    lines[-1] = lines[-1][:10]
+    write_lines(first, lines)
+    before = first.read_bytes()
+    with pytest.raises(AuditLogError, match=r"T1-2026-11-21\.jsonl follows this file"):
+        recover(first)
+    assert first.read_bytes() == before
+
+
 def test_keyed_recovery_continues_the_mac_chain(tmp_path: Path) -> None:
     path = _crashed_log(tmp_path, _events(), key=KEY)
     data = path.read_bytes()

@@ -97,6 +97,17 @@ def _continuation(path: Path, key: bytes | None) -> tuple[ChainStart | None, dic
     return ChainStart(result.head_seq, result.head, mac), {"continues": cont}
 
 
+def _later_file(path: Path) -> Path | None:
+    """A file of the same table after this one (a later day, or a later chain of the day):
+    only the newest file of a set can have been cut by a crash."""
+    parsed = parse_log_name(path.name)
+    if parsed is None:
+        return None
+    later = [p for p in table_files(path.parent.parent, parsed.table)
+             if parse_log_name(p.name) > parsed and p.resolve() != path.resolve()]  # type: ignore[operator]
+    return later[0] if later else None
+
+
 def recover(
     path: str | os.PathLike[str],
     *,
@@ -119,6 +130,12 @@ def recover(
     before the torn line (``audit recover``: an auditor's command, not a restart's).
     """
     file = Path(path)
+    later = _later_file(file)
+    if later is not None:
+        raise AuditLogError(
+            f"{later.name} follows this file in the table's set: a later file was begun, so "
+            "this one's end was once whole — damage, not a crash; nothing was cut",
+            path=str(file))
     snapshot = _tail_snapshot(file)
     if whole and snapshot is not None and snapshot[0]:
         _check_verified(verify_file(file, key=key, end=snapshot[0]), str(file), key,
