@@ -104,7 +104,7 @@ def count_newlines(fd: int, size: int) -> int:
     return count
 
 
-def _check_verified(result: VerifyResult, name: str, key: bytes | None, *,
+def check_verified(result: VerifyResult, name: str, key: bytes | None, *,
                     where: str = "") -> str:
     """Raise unless a log verified and matches the key (or its absence); return the last mac."""
     if result.problem == "wrong-key":
@@ -133,7 +133,7 @@ def open_existing(name: str, seq: int, prev: str, *, key: bytes | None, verify: 
             raise AuditLogError("a keyed log must be verified before it is continued", path=name)
         return GENESIS
     result = verify_tail(name, key=key)  # bounded: the whole chain is audit verify's job
-    mac = _check_verified(result, name, key)
+    mac = check_verified(result, name, key)
     if (result.head_seq, result.head) != (seq, prev):  # pragma: no cover - changed under the lock
         raise AuditLogError("the file changed while it was being verified", path=name)
     return mac
@@ -170,7 +170,7 @@ def cut_torn_tail(fd: int, name: str, durability: str, key: bytes | None,
     offset, torn = found
     line = count_newlines(fd, offset) + 1
     if verify and offset:
-        _check_verified(verify_tail(name, key=key, end=offset), name, key,
+        check_verified(verify_tail(name, key=key, end=offset), name, key,
                         where=" (the torn last line was not cut)")
     os.ftruncate(fd, offset)
     if durability != "none":

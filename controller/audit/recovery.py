@@ -36,7 +36,7 @@ from typing import Any
 
 from controller.audit.anchors import AnchorSink
 from controller.audit.files import parse_log_name, table_files
-from controller.audit.opening import _check_verified
+from controller.audit.opening import check_verified
 from controller.audit.records import LogReader
 from controller.audit.replay import Difference, Replayer
 from controller.audit.verify import ChainStart, verify_file
@@ -138,7 +138,7 @@ def recover(
             path=str(file))
     snapshot = _tail_snapshot(file)
     if whole and snapshot is not None and snapshot[0]:
-        _check_verified(verify_file(file, key=key, end=snapshot[0]), str(file), key,
+        check_verified(verify_file(file, key=key, end=snapshot[0]), str(file), key,
                         where=" (nothing was cut: damage before the last line is no crash)")
     try:
         return _recover(file, key=key, durability=durability, clock=clock, anchors=anchors,
