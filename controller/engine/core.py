@@ -681,7 +681,7 @@ class TableEngine:
         shoe = self._shoe
         out_now = shoe.out_since_return
         kept = shoe.kept_out(self.profile.shuffler.burns_returned)
-        expected = out_now - kept
+        expected = shoe.to_return(self.profile.shuffler.burns_returned)
         # a card burned too many (BURN_COUNT already) stays with the burns where they stay
         # in the holder (001 BP §20δ(3)), or goes back as the round's card it may have been
         extra = shoe.extra_since_return if kept else 0

@@ -66,8 +66,8 @@ def prompt_text(engine: TableEngine) -> str:
     if s == LAST_ROUND:
         return f"Last hand: finish round {engine.round}, then reshuffle."
     if s == RETURN_DISCARDS:
-        back = shoe.out_since_return - shoe.kept_out(p.shuffler.burns_returned)
-        return f"Return the round's {back} card(s) to the shuffler."
+        return (f"Return the round's {shoe.to_return(p.shuffler.burns_returned)} card(s) to "
+                "the shuffler.")
     if s == SHOE_COMPLETE:
         return ("Shuffle and cut for the next round." if p.shuffle.every_round
                 else "Shoe complete: reshuffle, or count the cards to close.")

@@ -86,6 +86,10 @@ class Shoe:
         burns, where the profile keeps them in the discard holder (001 BP §20δ(3))."""
         return 0 if burns_returned else self.burned_since_return
 
+    def to_return(self, burns_returned: bool) -> int:
+        """Cards out since the discards last went back that go back with them."""
+        return self.out_since_return - self.kept_out(burns_returned)
+
     def accounting(self) -> Accounting:
         behind: int | None = None
         if self.cut_card_out:
