@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import math
 import random
 from collections import Counter
@@ -24,6 +25,9 @@ from benchmarks.screen_trials import (
     size,
 )
 from controller.cards import Card, deck, pack
+from controller.deviations import Deviation
+from controller.engine import TableEngine
+from controller.events import parse_event
 from controller.profiles import load_profile, profile_names
 from controller.screening import ScreenSettings, ShuffleScreen
 from controller.screening.faces import FACES, Remaining, face_card, face_index, mask_of
@@ -785,3 +789,21 @@ def test_the_packet_test_crosses_on_its_mixture_even_at_a_face_never_read() -> N
         assert test.run((f,), threshold) is None
         test.logs = [threshold + 2, threshold + 2, threshold + 2]  # (the mixture over it)
         assert test.run((f,), threshold) == 0
+
+
+def test_a_card_the_pack_does_not_hold_at_the_very_card_a_run_crosses_is_skipped() -> None:
+    # found by a review: a ninth KH in eight decks, read just as the discards run test's
+    # evidence would cross (its chance zero, so the evidence infinite). The batch path
+    # checks the counts before a finding, but the card's own count is taken off after it:
+    # the finding was built with an empty run and the engine raised. Now the shoe goes to
+    # the card-by-card path, which skips the card: the duplicate is reported, and nothing
+    # else is made of it.
+    stream = Path(__file__).parent / "data" / "screen-duplicate-at-the-crossing.jsonl"
+    engine = TableEngine(load_profile("live-baccarat"))
+    codes = Counter()
+    for line in stream.read_text(encoding="utf-8").splitlines():
+        for out in engine.handle(parse_event(json.loads(line))):
+            if isinstance(out, Deviation):
+                codes[out.code] += 1
+    assert codes["CARD_DUPLICATE"] == 1
+    assert codes["SHUFFLE_SUSPECT"] == 0

@@ -612,9 +612,10 @@ class ShuffleScreen:
     def _crossed(self, ref: Reference, test: ScreenTest, value: float, threshold: float,
                  start: int, window: int, pos: int) -> Finding | None:
         """A test of the batch path crossed its threshold at card ``pos``: the finding,
-        unless a card the pack does not hold came before it (then the shoe is judged
-        again by the reference path)."""
-        if min(self._counts) < 0:
+        unless a card the pack does not hold came before it or is this one (its count is
+        not yet taken off; its chance was zero) — then the shoe is judged again by the
+        reference path, which skips such a card."""
+        if min(self._counts) < 0 or not self._counts[self._faces[pos - 1]]:
             return self._held_twice()
         return self._finding(ref, test, value, threshold, start, window, pos)
 
