@@ -160,6 +160,14 @@ class Event:
     def time(self) -> dt.datetime | None:
         return parse_time(self.t) if self.t else None
 
+    @property
+    def local_date(self) -> dt.date | None:
+        """The calendar day of this event's time where it was written (at its own UTC
+        offset; a time in ``Z``, or naive, names a UTC day). A deck lot's first use is such
+        a day: a table opening at 01:30 in Athens opens on that day, not on the UTC day
+        before it."""
+        return written_date(self.t) if self.t else None
+
     def to_record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
         for f in fields(self):
@@ -426,6 +434,17 @@ def parse_time(text: str) -> dt.datetime:
 
 
 _last_time: tuple[Any, Any] = (None, None)  # (text, time): no text matches at first
+
+
+def written_date(text: str) -> dt.date:
+    """The calendar date of an ISO-8601 time at the UTC offset it was written with (a
+    naive time's own date); raises :class:`EventError` as :func:`parse_time` does."""
+    parse_time(text)  # the same checks, the same errors
+    try:
+        return dt.datetime.fromisoformat(text).date()
+    except ValueError:
+        return dt.datetime.fromisoformat(
+            text.replace("Z", "+00:00").replace("z", "+00:00")).date()
 
 
 def _parse_time(text: str) -> dt.datetime:

@@ -305,6 +305,22 @@ def test_deck_expired_at_table_open(name: str, kind: str, days: int, expired: bo
         assert r.proc() == {}
 
 
+@pytest.mark.parametrize(("t", "kind", "days", "expired"), [
+    # 01:30 in Moscow on the 21st is 22:30 UTC on the 20th: the lots are judged on the 21st
+    ("2026-11-21T01:30:00+03:00", "paper", 0, False),
+    ("2026-11-21T01:30:00+03:00", "plastic", 11, True),
+    ("2026-11-21T01:30:00+03:00", "plastic", 10, False),
+    ("2026-11-20T23:30:00-02:00", "paper", 0, True),  # the 21st in UTC, the 20th here
+    ("2026-11-21T10:00:00", "paper", 0, False),  # a naive time: its own date
+])
+def test_deck_lots_are_judged_on_the_day_the_tables_clock_names(
+        t: str, kind: str, days: int, expired: bool) -> None:
+    """A lot's first use is a calendar day where the table is (PROCEDURES §2.1): an opening
+    time written with its UTC offset is judged on that offset's day, not the UTC day."""
+    r = _open_with_lot("ru-blackjack", kind, days, t=t)
+    assert r.proc() == ({"DECK_EXPIRED": 1} if expired else {})
+
+
 def test_deck_expired_is_not_judged_without_a_time() -> None:
     r = _open_with_lot("gr-blackjack", "plastic", 40, t=None)
     assert r.proc() == {}

@@ -431,7 +431,7 @@ class TableEngine:
         self.decks = e.decks
         self.sabot = e.sabot
         self._shoe.pack_size = e.decks * 52
-        self.open_date = e.time.date() if e.time else None
+        self.open_date = e.local_date  # the day on the table's clock (deck lots: PROCEDURES §2.1)
         check_sabot(self._openings.setdefault(e.table, []), self.sabot_rotation_k, e,
                     self.open_date, self._make, out)
         d = self.profile.decks
@@ -451,7 +451,7 @@ class TableEngine:
         if e.deck_lots is not None:
             self.lots = e.deck_lots
             judge_lots(self.profile, e.deck_lots,
-                       (e.time.date() if e.time else None) or self.open_date, self._make, out,
+                       e.local_date or self.open_date, self._make, out,
                        self._paper_closed)
         self.checked_since_shoe = True
         if self.state == OPENING_CHECK:
