@@ -17,10 +17,14 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_audit_helpers import (
     DAYS,
     GENESIS,
@@ -38,6 +42,7 @@ from test_audit_helpers import (
 )
 
 import controller.audit.anchors as anchors_mod
+import controller.audit.linecheck as linecheck
 from controller.audit import (
     AnchorSink,
     AuditLog,
@@ -814,3 +819,32 @@ def test_keys_out_of_order_are_not_canonical_even_where_the_float_screen_marks_t
     result = verify_file(path)
     assert not result.ok and result.first_bad_line == n + 1
     assert "canonical" in (result.reason or "")
+
+
+_KEY_TEXT = st.text(alphabet='ab0?-.E+:"\\\n', max_size=6)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(0, 99) | _KEY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEY_TEXT, inner, max_size=3),
+    max_leaves=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_KEY_TEXT, _JSON, max_size=4))
+def test_a_marked_character_in_a_key_is_found_whatever_the_escapes(record: dict) -> None:
+    """The float screen's key test (the quick search for a text without escapes, the
+    general pass for one with them) against its definition: some key, at any depth, holds a
+    ``?`` once '.', 'E', '+' and '-' are marked."""
+    marked = orjson.dumps(record, option=orjson.OPT_SORT_KEYS).translate(linecheck._MARKED)
+
+    def keys(value: object) -> Iterator[str]:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                yield k
+                yield from keys(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from keys(v)
+
+    expected = any("?" in k for k in keys(orjson.loads(marked)))
+    assert linecheck._mark_in_key(marked) is expected
+    assert linecheck._mark_in_key(bytearray(marked)) is expected
