@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 from engine_streams import (
     BY_VALUE_PROFILES,
+    CUT_CARD_PROFILES,
     FIVE_BURN_PROFILES,
     PROFILES,
     Run,
@@ -125,3 +126,28 @@ def test_the_engine_groups_nothing_on_a_clean_day() -> None:
     for name in PROFILES:
         r = run(name, events(day(name, 1, shoes=1)))
         assert r.notes("consequence") == [] and r.codes() == Counter()
+
+
+@pytest.mark.parametrize("name", CUT_CARD_PROFILES)
+@pytest.mark.parametrize("seed", [0, 1, 4])  # (two tableaux, seed 4: the round not dealt)
+def test_a_last_round_left_open_ends_there_and_the_next_shoe_is_judged(name: str, seed: int
+                                                                       ) -> None:
+    """A review: with the last round's round_end missing, the next shoe's shuffle, cut, load
+    and bets were refused and each of its cards counted against the finished shoe (about
+    490 deviations, the second shoe never judged). Now the next shoe's first step ends the
+    round: one UNEXPECTED_EVENT naming the missing round_end — none where the round was
+    not dealt (the end card came before its first card: 001 §2) — and the next shoe is
+    judged as ever, a slip planted in it included."""
+    steps = day(name, seed, shoes=2)
+    last = [i for i, s in enumerate(steps) if s.shoe == 1 and s.event["type"] == "round_end"][-1]
+    dealt = bool(round_cards(steps, steps[last].round))
+    r = run(name, events(drop(steps, last)))
+    if dealt:
+        (dev,) = r.devs()
+        assert dev.code == "UNEXPECTED_EVENT" and dev.evidence["missing"] == "round_end"
+        assert r.at("UNEXPECTED_EVENT") == [last]
+    else:
+        assert r.codes() == Counter() and r.notes("round_not_dealt")
+    assert r.engine.shoe == 2 and r.state == "closed"
+    cut = first(steps, "cut", shoe=2)
+    assert run(name, events(drop(steps, last, cut))).proc()["CUT_MISSING"] == 1

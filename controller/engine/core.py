@@ -108,6 +108,11 @@ _FAULT_OWN = frozenset({"device_fault", "device_ok", "witness_checkpoint",
                         *DEVICE_INFO_EVENTS})
 """Events a device fault does not hold back: applied in ``device_fault`` itself."""
 
+_NEXT_SHOE = frozenset({"shuffle", "cut", "cut_card_placed", "shoe_loaded", "deck_check",
+                        "table_close", "players_left"})
+"""Events of the next shoe or the close: arriving while the last round is still open, they
+end it (:meth:`TableEngine._last_round_left_open`)."""
+
 _Handler = Callable[[Any, Any, list[Output]], "State | None"]
 """``TableEngine._on_<type>``, unbound: (engine, event, outputs) → destination or None."""
 
@@ -294,6 +299,8 @@ class TableEngine:
         before = self._state
         route = self._routes.get((event.type, before))
         if route is None:
+            if before == LAST_ROUND and event.type in _NEXT_SHOE:
+                return self._last_round_left_open(event)
             return [self._unexpected(event)]
         handler, dests = route
         out: list[Output] = []
@@ -309,6 +316,35 @@ class TableEngine:
         self._state = target._value_  # in the graph: checked above; the plain value
         out.append(Transition(before, self._state, event.type))
         out.append(self.prompt())
+        return out
+
+    def _last_round_left_open(self, event: Event) -> list[Output]:
+        """The next shoe (or the close) began while the last round was open: the round is
+        ended there and then, and the event applied to the finished shoe — not refused,
+        with every card of the next shoe counted against this one (hundreds of deviations
+        for one missing ``round_end``). A round not dealt because the end card came
+        before its first card (001 §2; ``first_card_of_round = "no-round"``) had nothing
+        to end: a note. Any other is one ``UNEXPECTED_EVENT`` naming the missing
+        ``round_end``, and the round is judged as its ``round_end`` would judge it."""
+        shoe = self._shoe
+        out: list[Output] = []
+        if shoe.void_round and shoe.round_cards == 0:
+            out.append(Note("round_not_dealt", f"{event.type}: round {self.round}, not dealt "
+                            "after the end card, is closed without a round_end",
+                            {"round": self.round, "event": event.type}))
+        else:
+            out.append(self._make(
+                "UNEXPECTED_EVENT", f"{event.type} while the last round of the shoe is "
+                "open: its round_end is missing; the round is taken as ended there",
+                event=event.type, state=LAST_ROUND, missing="round_end",
+                round=self.round))
+        # the round's end and the event, as one step: one transition and one prompt
+        for o in (*self._dispatch(RoundEnd(t=event.t)), *self._dispatch(event)):
+            if not isinstance(o, Transition | Prompt):
+                out.append(o)
+        if self._state != LAST_ROUND:
+            out.append(Transition(LAST_ROUND, self._state, event.type))
+            out.append(self.prompt())
         return out
 
     # ------------------------------------------------------------------ deviations
