@@ -410,11 +410,21 @@ def test_the_engine_cites_the_baccarat_rule_for_a_deal_out_of_order(name: str) -
     assert dev.rule == prof(name).rule("baccarat") == prof(name).rule("game")
 
 
-def test_chemin_de_fer_has_no_dealing_order_to_judge() -> None:
-    # 001 §8 gives none (interpretation 5): the deal stays Punto, Banco, Punto, Banco
+def test_chemin_de_fer_has_no_dealing_order_to_judge_and_lays_a_named_card_where_it_went(
+        ) -> None:
+    # 001 §8 gives no order: no DEAL_ORDER. A card that names its hand is laid there, so
+    # the hands are judged as dealt (a review: a deal player, player, bank, bank read as
+    # alternating made a legal draw a DRAW_RULE): Punto 9H KD = 9, a natural
     outs = play(referee(CHEMIN), [{"card": "9H", "to": "punto"}, {"card": "KD", "to": "punto"},
                                   "2C", "3S"])
-    assert devs(outs, "DEAL_ORDER") == []
+    assert all_devs(outs) == []
+    data = round_note(outs).data
+    assert (data["punto"], data["banco"], data["winner"]) == (9, 5, "Punto")
+    # player K 4 = 4 draws a 7; the bank 6 Q = 6 draws against a 7 (§8β): legal
+    bank_first = [{"card": c, "to": to} for c, to in
+                  (("6D", "banco"), ("KS", "punto"), ("QC", "banco"), ("4H", "punto"),
+                   ("7S", "punto"), ("2D", "banco"))]
+    assert all_devs(play(referee(CHEMIN), bank_first)) == []
 
 
 # ----------------------------------------------------------------------------- naturals

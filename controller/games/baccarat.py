@@ -324,9 +324,10 @@ class BaccaratReferee(CardLedger):
         hint = _SIDE_NAMES.get((event.to or "").strip().lower())
         if not self._dealt_four():
             side = PUNTO if len(p) <= len(b) else BANCO
-            if (hint is not None and hint != side and self.tableau == "punto-banco"
-                    and len(self.hands[hint]) < 2):
-                return hint, "deal", "order"  # (laid where the reader saw it go)
+            if hint is not None and hint != side and len(self.hands[hint]) < 2:
+                # laid where it went; out of order only where the game has an order to
+                # break (001 BP §9, 002 §2 3.4.3: §8 gives chemin de fer none)
+                return hint, "deal", "order" if self.tableau == "punto-banco" else None
             return side, "deal", None
         if self.flagged:
             return hint or self._fallback(), "third", None
