@@ -33,7 +33,7 @@ ExposedFirst = Literal["continue", "dummy-round"]
 Tableau = Literal["punto-banco", "chemin-de-fer", "none"]
 BankStood = Literal["draw", "option"]
 Peek = Literal["none", "ace"]
-SplitSecondCards = Literal["sequential", "both-first"]
+SplitSecondCards = Literal["sequential", "both-first", "either"]
 Double = Literal["none", "total-11-or-less", "any-two"]
 Surrender = Literal["none", "before-third-card-not-vs-ace"]
 DealerQualifies = Literal["ace-king"]
@@ -255,8 +255,8 @@ class BlackjackRule(Section):
     max_splits: int = _num(0, 3, "split actions allowed per box (1 = two hands)")
     split_aces_max: int = _num(0, 3, "split actions allowed on aces (each ace gets one card)")
     split_second_cards: SplitSecondCards = _opt(
-        doc="after a split: play out the first hand before the second gets its card, or deal "
-        "both second cards first")
+        doc="after a split: play out the first hand before the second gets its card, deal "
+        "both second cards first, or either (as the cards' `to` show; sequential without)")
     double: Double = _opt(doc="which two-card hands may double (one card only)")
     double_after_split: bool = _flag("a split hand may double")
     surrender: Surrender = _opt(doc="late surrender rule, if any")

@@ -603,6 +603,31 @@ def test_both_first_split_order_when_a_profile_says_so() -> None:
     assert [c["why"] for c in r.data["cards"]][5:8] == ["split", "split", "hit"]
 
 
+@pytest.mark.parametrize("name", ["ru-blackjack", "live-blackjack"])
+def test_either_split_order_follows_the_cards_to(name: str) -> None:
+    # 004 §3.13, 002 §3 2.7 do not say which order: with "either", cards named to the split
+    # hands show it (a review: both second cards first was CARD_TO_FINISHED_HAND); without
+    # `to`, the sequential reading. With "sequential", the same named cards still are.
+    assert prof(name).blackjack.split_second_cards == "either"
+    both_first = [{"card": "3", "to": "box1.1"}, {"card": "2", "to": "box1.2"},
+                  {"card": "T", "to": "box1.1"}, {"card": "9", "to": "box1.2"}, "stand"]
+    r = play(name, [1], *deal(name, "8", "9", "8", hole="8"), "split", *both_first,
+             *dealer_rest(name, "8"))
+    assert r.codes == Counter()
+    assert r.hand("box1.1")["total"] == 21 and r.hand("box1.2")["total"] == 19
+    in_turn = [{"card": "3", "to": "box1.1"}, {"card": "T", "to": "box1.1"},
+               {"card": "2", "to": "box1.2"}, {"card": "9", "to": "box1.2"}, "stand"]
+    r = play(name, [1], *deal(name, "8", "9", "8", hole="8"), "split", *in_turn,
+             *dealer_rest(name, "8"))
+    assert r.codes == Counter() and r.hand("box1.2")["total"] == 19
+    p = prof(name)
+    strict = dataclasses.replace(p, blackjack=dataclasses.replace(  # type: ignore[arg-type]
+        p.blackjack, split_second_cards="sequential"))
+    r = play(strict, [1], *deal(name, "8", "9", "8", hole="8"), "split", *both_first,
+             *dealer_rest(name, "8"))
+    assert r.codes["CARD_TO_FINISHED_HAND"] == 1
+
+
 @pytest.mark.parametrize("name", BJ)
 def test_actions_before_the_deal_is_complete(name: str) -> None:
     r = play(name, [1], "T", "double", *deal(name, "", "9", "5", hole="8")[0:],

@@ -397,7 +397,9 @@ class BlackjackReferee(CardLedger):
         if isinstance(hint, _Hand) and hint is not target:
             if hint.done or self._ace_pending(hint):
                 return self._to_finished(hint, card)
-            self._stand_before(hint)
+            if not (self.rule.split_second_cards == "either" and hint.from_split
+                    and len(hint.cards) == 1):
+                self._stand_before(hint)  # (a split hand's second card first: both-first)
             target = hint
         elif hint == DEALER and target is not None:
             self._stand_before(None)
