@@ -151,3 +151,26 @@ def test_a_last_round_left_open_ends_there_and_the_next_shoe_is_judged(name: str
     assert r.engine.shoe == 2 and r.state == "closed"
     cut = first(steps, "cut", shoe=2)
     assert run(name, events(drop(steps, last, cut))).proc()["CUT_MISSING"] == 1
+
+
+def test_a_slip_that_repeats_after_a_slip_of_another_kind_is_grouped_too() -> None:
+    """A review: the end card placed 11 from the back (CUT_CARD_POSITION) and then a hand
+    dealt after it showed raised PLAY_AFTER_LAST_HAND for each of its cards — the grouping
+    followed the first slip only. A slip that repeats card by card takes over."""
+    from controller.deviations import Severity
+    from controller.engine.resync import resync
+
+    def dev(code: str) -> Deviation:
+        return Deviation(code, Severity.WARNING, code.lower(), "001 §2", {})
+
+    out, slip = resync([dev("CUT_CARD_POSITION")], None, "cut_card", "last_round")
+    assert [o.code for o in out] == ["CUT_CARD_POSITION"]
+    out, slip = resync([dev("PLAY_AFTER_LAST_HAND")], slip, "card", "last_round")
+    assert [type(o) for o in out] == [Deviation] and slip is not None
+    assert slip.code == "PLAY_AFTER_LAST_HAND"
+    for _ in range(4):
+        out, slip = resync([dev("PLAY_AFTER_LAST_HAND")], slip, "card", "last_round")
+        assert not any(isinstance(o, Deviation) for o in out)
+        assert out[0].kind == "consequence"  # type: ignore[union-attr]
+    out, slip = resync([dev("CARD_DUPLICATE")], slip, "card", "last_round")
+    assert [o.code for o in out] == ["CARD_DUPLICATE"]  # another kind: its own deviation

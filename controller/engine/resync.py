@@ -76,7 +76,9 @@ def resync(out: list[Output], slip: Slip | None, event_type: str, procedure: str
                                {"code": o.code, "severity": str(o.severity),
                                 "slip": slip[0], "evidence": dict(o.evidence)}))
             continue
-        if slip is None:
+        if slip is None or (o.code in REPEATS and o.code != slip[0]):
+            # (a slip that repeats card by card takes over from an earlier one of another
+            # kind: its further cards are grouped with it)
             slip = Slip(o.code, procedure, event_type)
         result.append(o)
     return result, slip
