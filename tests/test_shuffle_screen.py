@@ -807,3 +807,36 @@ def test_a_card_the_pack_does_not_hold_at_the_very_card_a_run_crosses_is_skipped
                 codes[out.code] += 1
     assert codes["CARD_DUPLICATE"] == 1
     assert codes["SHUFFLE_SUSPECT"] == 0
+
+
+def test_a_fault_in_the_screen_turns_it_off_for_the_shoe_and_the_procedure_checks_go_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the screen is advisory: a bug in it (as the one above) must not stop the engine —
+    # on a table, the controller. The shoe goes on unscreened, with a note saying so; the
+    # next shoe is screened again; a slip planted after the fault is still caught.
+    from engine_streams import day, drop, events, first
+
+    name = "gr-banco-punto"
+    steps = day(name, 0, shoes=2)
+    real = ShuffleScreen.flush
+    calls = {"n": 0, "shoe2": 0}
+
+    def flush(self: ShuffleScreen) -> object:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise ZeroDivisionError("a planted fault")
+        if engine.shoe == 2:
+            calls["shoe2"] += 1
+        return real(self)
+
+    monkeypatch.setattr(ShuffleScreen, "flush", flush)
+    engine = TableEngine(load_profile(name))
+    out: list[object] = []
+    stream = events(drop(steps, first(steps, "cut", shoe=2)))
+    for ev in stream:
+        out += engine.handle(parse_event(ev))
+    notes = [o for o in out if getattr(o, "kind", None) == "screen_off"]
+    assert [n.data for n in notes] == [  # type: ignore[attr-defined]
+        {"shoe": 1, "error": "ZeroDivisionError", "detail": "a planted fault"}]
+    assert [o.code for o in out if isinstance(o, Deviation)] == ["CUT_MISSING"]
+    assert calls["shoe2"] > 0 and engine.state == "closed"

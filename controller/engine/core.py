@@ -100,6 +100,7 @@ from controller.outputs import Note, Output, Prompt, Transition
 from controller.profiles import Profile, ShuffleScreenRule
 from controller.rounds import referee_for
 from controller.screening import Finding, ScreenSettings, ShuffleScreen
+from controller.validation import printable
 
 _DEVICE_FAULT = DEVICE_FAULT.value
 """The state's plain value: the engine's state is compared with it on every event."""
@@ -161,6 +162,7 @@ class TableEngine:
         #: the shuffle screen (controller/screening): fed every card, round end and shoe
         self.screen = ShuffleScreen(screen_settings(sc), profile.decks.max)
         self._screen = self.screen if sc.enabled else None  # the card path asks this
+        self._screen_ok = True  # False from a fault in the screen to the next shoe
         self._hand_piles = sc.enabled and sc.previous_shoe and sc.hand_piles
         self._shoe: Shoe
         self._reset_day()
@@ -358,6 +360,19 @@ class TableEngine:
         return self._make("SHUFFLE_SUSPECT", finding.message(), shoe=self.shoe,
                           **finding.evidence())
 
+    def _screen_failed(self, exc: Exception, out: list[Output]) -> None:
+        """The shuffle screen raised: a fault in the screen (a bug), never in the procedure.
+        The screen is advisory (docs/shuffle-screening.md): it is off for the rest of this
+        shoe, every procedure check goes on, and the note tells the pit and the auditor
+        that this shoe was not screened. The next shoe starts it again. Deterministic, as
+        the rest of the engine: a replay of the log meets the same fault at the same card."""
+        self._screen = None
+        self._screen_ok = False
+        out.append(Note("screen_off", f"the shuffle screen stopped on an internal fault "
+                        f"({type(exc).__name__}); shoe {self.shoe} is not screened from here",
+                        {"shoe": self.shoe, "error": type(exc).__name__,
+                         "detail": printable(str(exc))[:200]}))
+
     def _unexpected(self, event: Event, why: str = "") -> Deviation:
         expected = self.valid_events(self._resume if self.state == DEVICE_FAULT and
                                      self._resume else self.state)
@@ -377,7 +392,12 @@ class TableEngine:
         self._shoe.active = True
         self.shoe += 1
         self.checked_since_shoe = False
-        self.screen.start_shoe(self.shoe, self.decks)
+        self._screen_ok = True
+        self._screen = self.screen if self.profile.shuffle_screen.enabled else None
+        try:
+            self.screen.start_shoe(self.shoe, self.decks)
+        except Exception as exc:  # (a fault in the screen: _screen_failed)
+            self._screen_failed(exc, out)
         if self.profile.deck_lifecycle.new_cards_every_shoe and self.lots:
             reused = sorted(lot.id for lot in self.lots if lot.id in self.lots_used_before)
             if reused:
@@ -483,7 +503,11 @@ class TableEngine:
 
     def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
         check_composition(e, self.decks, self._make, out)
-        self.screen.deck_check()
+        if self._screen_ok:
+            try:
+                self.screen.deck_check()
+            except Exception as exc:  # (a fault in the screen: _screen_failed)
+                self._screen_failed(exc, out)
         if e.deck_lots is not None:
             self.lots = e.deck_lots
             judge_lots(self.profile, e.deck_lots,
@@ -577,9 +601,12 @@ class TableEngine:
             pending = screen.pending
             pending.append(card)
             if len(pending) >= screen.due:
-                finding = screen.flush()
-                if finding is not None:
-                    out.append(self._suspect(finding))
+                try:
+                    finding = screen.flush()
+                    if finding is not None:
+                        out.append(self._suspect(finding))
+                except Exception as exc:  # (a fault in the screen: _screen_failed)
+                    self._screen_failed(exc, out)
         if state == BURN:
             shoe.burned += 1
             shoe.burned_since_return += 1
@@ -697,11 +724,18 @@ class TableEngine:
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
         ended = self._shoe.referee.end()
         out.extend(ended)
-        self.screen.round_end(_hands_of(ended) if self._hand_piles else None)
-        if self.state == LAST_ROUND or self._shoe.after_last or self.profile.shuffle.every_round:
-            finding = self.screen.end_shoe()  # the shoe's last cards are judged now
-            if finding is not None:
-                out.append(self._suspect(finding))
+        shoe_over = (self.state == LAST_ROUND or self._shoe.after_last
+                     or self.profile.shuffle.every_round)
+        if self._screen_ok:
+            try:
+                self.screen.round_end(_hands_of(ended) if self._hand_piles else None)
+                if shoe_over:
+                    finding = self.screen.end_shoe()  # the shoe's last cards are judged now
+                    if finding is not None:
+                        out.append(self._suspect(finding))
+            except Exception as exc:  # (a fault in the screen: _screen_failed)
+                self._screen_failed(exc, out)
+        if shoe_over:
             self._shoe.after_last = False
             self._finish_shoe()
             return SHOE_COMPLETE

@@ -310,6 +310,6 @@ class DayBuilder:
         elif kind == "burn_by_value" and timeline and timeline[-1].label == "burn":
             timeline[-1].detail = f"by value, {data.get('card')} drawn: {data.get('burn')}"
         elif kind in ("burn_by_value", "load_implied", "card_replaced", "lots_not_judged",
-                      "consequence", "round_not_dealt"):
+                      "consequence", "round_not_dealt", "screen_off"):
             timeline.append(Entry(self.time, rec.seq, kind.replace("_", " "), text))
 
