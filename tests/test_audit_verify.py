@@ -56,6 +56,7 @@ from controller.audit import (
     verify_set,
 )
 from controller.cli import main
+from tests.budget import examples
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -828,7 +829,7 @@ _JSON = st.recursive(
     max_leaves=8)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(_KEY_TEXT, _JSON, max_size=4))
 def test_a_marked_character_in_a_key_is_found_whatever_the_escapes(record: dict) -> None:
     """The float screen's key test (the quick search for a text without escapes, the
