@@ -174,3 +174,41 @@ def test_a_slip_that_repeats_after_a_slip_of_another_kind_is_grouped_too() -> No
         assert out[0].kind == "consequence"  # type: ignore[union-attr]
     out, slip = resync([dev("CARD_DUPLICATE")], slip, "card", "last_round")
     assert [o.code for o in out] == ["CARD_DUPLICATE"]  # another kind: its own deviation
+
+
+@pytest.mark.parametrize("name", CUT_CARD_PROFILES)
+def test_rounds_dealt_after_the_last_hand_are_one_slip_until_the_shoe_is_reshuffled(
+        name: str) -> None:
+    """A review moved a shoe's cut-card reading into the next shoe's burn: the reading
+    is implausible (CUT_CARD_POSITION) but taken, so the next round was the last, and
+    every round after it — the whole shoe — was its own PLAY_AFTER_LAST_HAND (up to 86).
+    Not reshuffling is one slip: one PLAY_AFTER_LAST_HAND, the rest consequence notes."""
+    steps = day(name, 1, shoes=2)
+    cut_card = first(steps, "cut_card", shoe=1)
+    loaded = first(steps, "shoe_loaded", shoe=2)
+    late = [*steps[:cut_card], *steps[cut_card + 1:loaded + 1], steps[cut_card],
+            *steps[loaded + 1:]]
+    r = run(name, events(late))
+    assert r.codes() == Counter({"CUT_CARD_POSITION": 1, "PLAY_AFTER_LAST_HAND": 1})
+    assert len(r.notes("consequence")) > 5
+    # and the slip ends with the shoe: a third shoe after a reshuffle is judged afresh
+    three = day(name, 1, shoes=3)
+    cut_card, loaded = first(three, "cut_card", shoe=1), first(three, "shoe_loaded", shoe=2)
+    late = [*three[:cut_card], *three[cut_card + 1:loaded + 1], three[cut_card],
+            *three[loaded + 1:]]
+    end = [i for i, s in enumerate(late) if s.shoe == 3 and s.phase == "round_end"][-1]
+    begin = max(i for i in range(end) if late[i].event["type"] == "bets_closed")
+    again = [*late[:end + 1], *late[begin:end + 1], *late[end + 1:]]  # its last round twice
+    r = run(name, events(again))
+    assert r.codes()["PLAY_AFTER_LAST_HAND"] == 2
+
+
+@pytest.mark.parametrize("name", [*FIVE_BURN_PROFILES, *BY_VALUE_PROFILES])
+def test_a_burn_card_read_without_shoe_loaded_implies_the_load(name: str) -> None:
+    """A review dropped shoe_loaded where a burn follows: the first burn card was refused
+    (UNEXPECTED_EVENT), the burn judged '0 burned' and the cut card one card off at the
+    shoe's end. Loading cannot be skipped: the first card read implies it."""
+    steps = day(name, 0, shoes=2)
+    r = run(name, events(drop(steps, first(steps, "shoe_loaded", shoe=1))))
+    assert r.codes() == Counter()
+    assert r.notes("load_implied")

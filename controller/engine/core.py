@@ -109,10 +109,17 @@ _FAULT_OWN = frozenset({"device_fault", "device_ok", "witness_checkpoint",
                         *DEVICE_INFO_EVENTS})
 """Events a device fault does not hold back: applied in ``device_fault`` itself."""
 
-_NEXT_SHOE = frozenset({"shuffle", "cut", "cut_card_placed", "shoe_loaded", "deck_check",
-                        "table_close", "players_left"})
-"""Events of the next shoe or the close: arriving while the last round is still open, they
-end it (:meth:`TableEngine._last_round_left_open`)."""
+_AFTER_ROUND = frozenset({"shuffle", "cut", "cut_card_placed", "shoe_loaded", "deck_check",
+                          "table_close", "players_left", "discards_returned"})
+"""Events that come only after a round: arriving while a round is still open (its
+``round_end`` missing), they end it (:meth:`TableEngine._round_left_open`); so does the
+next round's ``bets_closed`` once cards were dealt."""
+
+_PLAYED_ON_STATES = frozenset({READY, BURN, ROUND, LAST_ROUND, SHOE_COMPLETE,
+                               RETURN_DISCARDS})
+"""Where rounds go on being dealt after a shoe's last hand: the one slip (no reshuffle)
+lasts until the shoe is reshuffled, counted or closed — one PLAY_AFTER_LAST_HAND, however
+many rounds are dealt before that (:meth:`TableEngine.handle`)."""
 
 _Handler = Callable[[Any, Any, list[Output]], "State | None"]
 """``TableEngine._on_<type>``, unbound: (engine, event, outputs) → destination or None."""
@@ -259,7 +266,10 @@ class TableEngine:
         episode = self._episode
         if episode is not None:
             procedure = self._resume if state == _DEVICE_FAULT and self._resume else state
-            if episode[1] != procedure:
+            if episode[0] == "PLAY_AFTER_LAST_HAND":
+                if procedure not in _PLAYED_ON_STATES:
+                    episode = None  # a new shoe, a count, the close: play after it is over
+            elif episode[1] != procedure:
                 episode = None  # the procedure moved on: the slip is over
         before = episode
         out = (self._handle_under_fault(event) if state == _DEVICE_FAULT
@@ -267,7 +277,8 @@ class TableEngine:
         state = self._state
         procedure = self._resume if state == _DEVICE_FAULT and self._resume else state
         out, self._episode = resync(out, episode, event.type, procedure)
-        if before is not None and event.type == "round_end":
+        if before is not None and event.type == "round_end" \
+                and before[0] != "PLAY_AFTER_LAST_HAND":
             self._episode = None  # the round played on is over: a new slip counts again
         return out
 
@@ -301,8 +312,8 @@ class TableEngine:
         before = self._state
         route = self._routes.get((event.type, before))
         if route is None:
-            if before == LAST_ROUND and event.type in _NEXT_SHOE:
-                return self._last_round_left_open(event)
+            if self.ends_open_round(event.type):
+                return self._round_left_open(event, before)
             return [self._unexpected(event)]
         handler, dests = route
         out: list[Output] = []
@@ -320,14 +331,26 @@ class TableEngine:
         out.append(self.prompt())
         return out
 
-    def _last_round_left_open(self, event: Event) -> list[Output]:
-        """The next shoe (or the close) began while the last round was open: the round is
-        ended there and then, and the event applied to the finished shoe — not refused,
-        with every card of the next shoe counted against this one (hundreds of deviations
-        for one missing ``round_end``). A round not dealt because the end card came
-        before its first card (001 §2; ``first_card_of_round = "no-round"``) had nothing
-        to end: a note. Any other is one ``UNEXPECTED_EVENT`` naming the missing
-        ``round_end``, and the round is judged as its ``round_end`` would judge it."""
+    def ends_open_round(self, kind: str) -> bool:
+        """Whether an event of type ``kind``, refused in the current state, is taken as the
+        end of an open round whose ``round_end`` is missing (:meth:`_round_left_open`): it
+        comes only after a round (:data:`_AFTER_ROUND`, or the next ``bets_closed`` once
+        cards were dealt), a round is open, and the state after its end would take it."""
+        before = self._state
+        return before in (ROUND, LAST_ROUND) and (kind, before) not in self._routes and (
+            kind in _AFTER_ROUND or (kind == "bets_closed" and self._shoe.round_cards > 0)
+        ) and (kind, self._after_round_end().value) in self._routes
+
+    def _round_left_open(self, event: Event, before: str) -> list[Output]:
+        """What comes only after a round (the next round's bets, the return of the discards,
+        the next shoe, the close) came while a round was open: the round is ended there
+        and then, and the event applied after it — not refused, with the next round's
+        cards laid on this one, or every card of the next shoe counted against this shoe
+        (tens to hundreds of deviations for one missing ``round_end``). A round not dealt
+        because the end card came before its first card (001 §2; ``first_card_of_round =
+        "no-round"``) had nothing to end: a note. Any other is one ``UNEXPECTED_EVENT``
+        naming the missing ``round_end``, and the round is judged as its ``round_end``
+        would judge it."""
         shoe = self._shoe
         out: list[Output] = []
         if shoe.void_round and shoe.round_cards == 0:
@@ -336,16 +359,16 @@ class TableEngine:
                             {"round": self.round, "event": event.type}))
         else:
             out.append(self._make(
-                "UNEXPECTED_EVENT", f"{event.type} while the last round of the shoe is "
-                "open: its round_end is missing; the round is taken as ended there",
-                event=event.type, state=LAST_ROUND, missing="round_end",
+                "UNEXPECTED_EVENT", f"{event.type} while {STATE_DESCRIPTIONS[before]}: "
+                f"round {self.round}'s round_end is missing; the round is taken as ended "
+                "there", event=event.type, state=before, missing="round_end",
                 round=self.round))
         # the round's end and the event, as one step: one transition and one prompt
         for o in (*self._dispatch(RoundEnd(t=event.t)), *self._dispatch(event)):
             if not isinstance(o, Transition | Prompt):
                 out.append(o)
-        if self._state != LAST_ROUND:
-            out.append(Transition(LAST_ROUND, self._state, event.type))
+        if self._state != before:
+            out.append(Transition(before, self._state, event.type))
             out.append(self.prompt())
         return out
 
@@ -578,6 +601,11 @@ class TableEngine:
 
     def _on_card(self, e: CardDrawn, out: list[Output]) -> State | None:
         state = self._state
+        if state == LOAD:  # no shoe_loaded came: the stack is in the shoe (load_implied)
+            self._catch_up(out, "shoe_loaded")
+            self._load(out, implied=True)
+            self._state = state = (BURN if self._shoe.burn_pending else READY).value
+            return self._on_card(e, out) or State(state)
         shoe = self._shoe
         card = e.card
         # Every card that left the shoe: accounting and the duplicate check.
@@ -724,8 +752,8 @@ class TableEngine:
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
         ended = self._shoe.referee.end()
         out.extend(ended)
-        shoe_over = (self.state == LAST_ROUND or self._shoe.after_last
-                     or self.profile.shuffle.every_round)
+        after = self._after_round_end()
+        shoe_over = after == SHOE_COMPLETE
         if self._screen_ok:
             try:
                 self.screen.round_end(_hands_of(ended) if self._hand_piles else None)
@@ -738,12 +766,21 @@ class TableEngine:
         if shoe_over:
             self._shoe.after_last = False
             self._finish_shoe()
+        elif after == BURN:
+            self._start_burn(out, "dealer_change", "count", self._shoe.change_burn_pending)
+            self._shoe.change_burn_pending = 0
+        return after
+
+    def _after_round_end(self) -> State:
+        """Where the round's end leads from here: the finished shoe (its last hand, a round
+        played after it, or a game that shuffles every round), the return of the discards
+        (a shuffler), the burn a dealer change owes (004 §3.8), or the next round's bets."""
+        if (self._state == LAST_ROUND or self._shoe.after_last
+                or self.profile.shuffle.every_round):
             return SHOE_COMPLETE
         if self.profile.shuffler_mode and self.profile.shuffler.discards_every_round:
             return RETURN_DISCARDS
         if self._shoe.change_burn_pending:
-            self._start_burn(out, "dealer_change", "count", self._shoe.change_burn_pending)
-            self._shoe.change_burn_pending = 0
             return BURN
         return READY
 

@@ -96,6 +96,9 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         ("bets_closed", only(READY, BURN, RETURN_DISCARDS, SHOE_COMPLETE, SUSPENDED,
                              CLOSING_CHECK, *pre_play), only(ROUND, LAST_ROUND)),
         ("card", only(BURN), [None, *only(READY)]),
+        # the stack's first card read with no shoe_loaded: the load is implied, as when
+        # the bets close first (no deviation: loading is not a step a dealer can skip)
+        ("card", only(LOAD), only(BURN, READY)),
         ("card", only(ROUND, LAST_ROUND, READY, RETURN_DISCARDS, SHOE_COMPLETE), [None]),
         ("action", only(ROUND, LAST_ROUND), [None]),
         ("stub_count", only(ROUND, LAST_ROUND), [None]),
