@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -148,7 +149,7 @@ def test_chart_is_generated_from_the_machine(capsys: pytest.CaptureFixture[str])
     assert "return_discards --> ready: discards_returned" in chart
     assert "cut_card" not in chart.replace("cut_card_placed", "")  # no cut card in this game
     assert main(["chart", "--profile", "gr-blackjack"]) == 0
-    assert "round --> last_round: cut_card" in capsys.readouterr().out
+    assert re.search(r"round --> last_round: .*\bcut_card\b", capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("name", ["gr-blackjack", "gr-blackjack-shuffler", "gr-stud-poker"])

@@ -25,6 +25,7 @@ from engine_streams import (
     events,
     first,
     insert,
+    prof,
     round_cards,
     run,
 )
@@ -212,3 +213,38 @@ def test_a_burn_card_read_without_shoe_loaded_implies_the_load(name: str) -> Non
     r = run(name, events(drop(steps, first(steps, "shoe_loaded", shoe=1))))
     assert r.codes() == Counter()
     assert r.notes("load_implied")
+
+
+EXACT_CUT_CARD = ["gr-banco-punto", "live-baccarat", "gr-chemin-de-fer",
+                  "gr-baccarat-two-tableaux"]  # the cut card's place exact: 7 or 10 cards
+
+
+@pytest.mark.parametrize("name", CUT_CARD_PROFILES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_cut_card_that_came_out_unread_is_implied_and_a_correct_shoe_stays_clean(
+        name: str, seed: int) -> None:
+    """PROCEDURES §2.10. A review's sweep: with the cut card's reading lost, dealing past
+    it was never judged. A card read from behind its place (past both the place declared
+    and the rule's lowest, by more than a card: a reading one card late is measured) implies
+    it came out: a note, no deviation, so a dealer who finished the round and reshuffled
+    stays clean…"""
+    steps = day(name, seed, shoes=2)
+    r = run(name, events(drop(steps, first(steps, "cut_card", shoe=1))))
+    assert r.codes() == Counter()
+    for note in r.notes("cut_card_implied"):  # (where the last hand went on long enough)
+        window = prof(name).cut_card.window()
+        assert window is not None
+        assert note.data["left"] < min(note.data["declared_behind"], window[0])
+
+
+@pytest.mark.parametrize("name", EXACT_CUT_CARD)
+def test_a_round_dealt_past_an_unread_cut_card_is_play_after_the_last_hand(name: str) -> None:
+    """… and one who deals another round after it is judged as after any cut card."""
+    steps = day(name, 0, shoes=2)
+    gone = drop(steps, first(steps, "cut_card", shoe=1))
+    end = [i for i, s in enumerate(gone) if s.shoe == 1 and s.phase == "round_end"][-1]
+    begin = max(i for i in range(end) if gone[i].event["type"] == "bets_closed")
+    more = [*gone[:end + 1], *gone[begin:end + 1], *gone[end + 1:]]  # a round more
+    r = run(name, events(more))
+    assert r.codes()["PLAY_AFTER_LAST_HAND"] == 1
+    assert r.notes("cut_card_implied")

@@ -591,6 +591,11 @@ class TableEngine:
         self._shoe.declared_behind = e.behind
         if e.behind is not None:
             check_cut_card_window(self.profile, e.behind, "placed", self._make, out)
+            window = self.profile.cut_card.window()
+            assert window is not None
+            # past both the place declared and the rule's lowest: a reading one card late
+            # is still measured (CUT_CARD_POSITION), not implied
+            self._shoe.implied_at = min(e.behind, window[0]) - 1
         return LOAD
 
     def _on_shoe_loaded(self, e: ShoeLoaded, out: list[Output]) -> State | None:
@@ -607,6 +612,9 @@ class TableEngine:
             self._state = state = (BURN if self._shoe.burn_pending else READY).value
             return self._on_card(e, out) or State(state)
         shoe = self._shoe
+        if shoe.in_shoe <= shoe.implied_at and not shoe.cut_card_out and state in (
+                ROUND, READY):
+            return self._card_behind_cut_card(e, out)
         card = e.card
         # Every card that left the shoe: accounting and the duplicate check.
         seen = shoe.seen
@@ -684,7 +692,27 @@ class TableEngine:
             card=str(card), state=state))
         return None
 
-    def _on_cut_card(self, e: CutCardSeen, out: list[Output]) -> State | None:
+    def _card_behind_cut_card(self, e: CardDrawn, out: list[Output]) -> State | None:
+        """A card read from behind the cut card's place (past both the place declared and
+        the rule's lowest, by more than a card), and no cut card read: the cut card
+        came out unread (or the reading was lost). It is taken as having come out before
+        this card — a note, no deviation: a dealer who finishes the round and reshuffles
+        did what the rule asks (PROCEDURES §2.10), and one who plays on is judged as
+        after any cut card (``PLAY_AFTER_LAST_HAND``). Without this, dealing past the cut
+        card with no reading was never judged (a review's mutation sweep)."""
+        shoe = self._shoe
+        out.append(Note("cut_card_implied", f"{e.card} read with {shoe.in_shoe} card(s) "
+                        f"left, from behind the cut card's place ({shoe.declared_behind} "
+                        "behind it), and no cut card read: it is taken as having come out "
+                        "before this card", {"card": str(e.card), "left": shoe.in_shoe,
+                                             "declared_behind": shoe.declared_behind}))
+        moved = self._on_cut_card(CutCardSeen(t=e.t), out, measured=False)
+        if moved is not None:
+            self._state = moved.value
+        return self._on_card(e, out) or moved
+
+    def _on_cut_card(self, e: CutCardSeen, out: list[Output], measured: bool = True
+                     ) -> State | None:
         if not self.profile.has_cut_card:
             out.append(self._make("CUT_CARD_UNEXPECTED",
                                   "the reader saw a cut card; this game uses none",
@@ -693,8 +721,9 @@ class TableEngine:
         if self._shoe.cut_card_out:
             raise _Reject("the cut card already came out in this shoe")
         self._shoe.cut_card_out = True
-        check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
-                              out)
+        if measured:  # (where it came out, when a reader saw it)
+            check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
+                                  out)
         no_round = self.profile.cut_card.first_card_of_round == "no-round"
         if self.state == ROUND:
             if self._shoe.round_cards == 0 and no_round:

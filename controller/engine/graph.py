@@ -131,6 +131,10 @@ def transitions_for(p: Profile, states: tuple[State, ...]
                                           SUSPENDED, CLOSING_CHECK), only(LOAD)))
         no_round = p.cut_card.first_card_of_round == "no-round"
         g.append(("cut_card", only(ROUND), only(LAST_ROUND)))
+        # a card read from behind the cut card's place with no cut card read: it came out
+        # unread, before that card (TableEngine._card_behind_cut_card)
+        g.append(("card", only(ROUND), only(LAST_ROUND)))
+        g.append(("card", only(READY), [None] if not no_round else only(SHOE_COMPLETE)))
         g.append(("cut_card", only(READY, BURN), [None] if not no_round else only(SHOE_COMPLETE)))
     else:
         # A cut card in a game without one is flagged, not refused: CUT_CARD_UNEXPECTED.

@@ -62,6 +62,9 @@ class Shoe:
     in_holder: int = 0  # burned cards the discard holder keeps until the withdrawal
     # its cut card and last hand
     declared_behind: int | None = None
+    #: a card read with this many left (or fewer) and no cut card read came from behind
+    #: the cut card's place (-1: none placed)
+    implied_at: int = -1
     cut_card_out: bool = False
     next_round_last: bool = False
     after_last: bool = False
