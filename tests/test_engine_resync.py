@@ -248,3 +248,37 @@ def test_a_round_dealt_past_an_unread_cut_card_is_play_after_the_last_hand(name:
     r = run(name, events(more))
     assert r.codes()["PLAY_AFTER_LAST_HAND"] == 1
     assert r.notes("cut_card_implied")
+
+
+@pytest.mark.parametrize("name", [p for p in PROFILES if prof(p).inspection.opening_check])
+def test_an_opening_count_made_after_the_shuffle_is_one_check_missing(name: str) -> None:
+    """A review moved the opening count after the stack was loaded: it was taken as a
+    closing count, ending the shoe, and the shoe's own shuffle, cut, cut card and burn
+    were then flagged as missing (7 deviations, 5 of them for steps done). The count of
+    the first shoe's pack before any round is its opening count, late: CHECK_MISSING
+    (at the shuffle) and nothing else."""
+    steps = day(name, 0, shoes=1)
+    check = first(steps, "opening_check")
+    last_prep = max(i for i, s in enumerate(steps) if s.round == 0 and i > check
+                    and s.event["type"] in ("shuffle", "cut", "cut_card_placed",
+                                            "shoe_loaded"))
+    late = [*steps[:check], *steps[check + 1:last_prep + 1], steps[check],
+            *steps[last_prep + 1:]]
+    r = run(name, events(late))
+    assert r.codes() == Counter({"CHECK_MISSING": 1})
+    assert r.notes("late_opening_count")
+
+
+def test_events_refused_while_the_table_is_closed_count_once_a_kind() -> None:
+    """A review dropped a day's table_open: every event of the day was its own
+    UNEXPECTED_EVENT (up to 1,188). Now one per kind of event (a stray shuffle and a stray
+    cut are still two: test_stray_events_of_different_kinds_are_two_findings), the rest
+    consequence notes; the next table_open starts afresh."""
+    for name in PROFILES:
+        steps = day(name, 0, shoes=1)
+        lost = events(drop(steps, first(steps, "table_open")))
+        r = run(name, [*lost, *events(steps)])
+        kinds = {e["type"] for e in lost}
+        assert r.codes() == Counter({"UNEXPECTED_EVENT": len(kinds)}), name
+        assert len(r.notes("consequence")) == len(lost) - len(kinds)
+        assert r.state == "closed"  # the real day after it, judged clean

@@ -89,6 +89,9 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         ("deck_check", only(SHOE_COMPLETE, SUSPENDED, READY, RETURN_DISCARDS, BURN, CUT,
                             CUT_CARD, LOAD), only(CLOSING_CHECK)),
         ("deck_check", only(CLOSING_CHECK), [None]),
+        # the opening count made late, after the first shoe's shuffle, before any round:
+        # the shoe goes on (TableEngine._on_deck_check)
+        ("deck_check", only(CUT, CUT_CARD, LOAD, BURN, READY), [None]),
         ("shuffle", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, SHOE_COMPLETE,
                          CLOSING_CHECK, SUSPENDED, *between), only(CUT)),
         ("cut", only(CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK,
