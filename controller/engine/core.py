@@ -109,11 +109,13 @@ _FAULT_OWN = frozenset({"device_fault", "device_ok", "witness_checkpoint",
                         *DEVICE_INFO_EVENTS})
 """Events a device fault does not hold back: applied in ``device_fault`` itself."""
 
-_AFTER_ROUND = frozenset({"shuffle", "cut", "cut_card_placed", "shoe_loaded", "deck_check",
-                          "table_close", "players_left", "discards_returned"})
+_AFTER_ROUND = frozenset({"shuffle", "deck_check", "table_close", "players_left",
+                          "discards_returned", "bets_closed"})
 """Events that come only after a round: arriving while a round is still open (its
-``round_end`` missing), they end it (:meth:`TableEngine._round_left_open`); so does the
-next round's ``bets_closed`` once cards were dealt."""
+``round_end`` missing) once cards were dealt in it, they end it
+(:meth:`TableEngine._round_left_open`). Not the cut, the cut card or the load: arriving in a
+round, they are more likely a late reading of this shoe's own (refused, as before) than
+the next shoe's, which a shuffle begins."""
 
 _PLAYED_ON_STATES = frozenset({READY, BURN, ROUND, LAST_ROUND, SHOE_COMPLETE,
                                RETURN_DISCARDS})
@@ -315,7 +317,7 @@ class TableEngine:
         before = self._state
         route = self._routes.get((event.type, before))
         if route is None:
-            if self.ends_open_round(event.type):
+            if self.ends_open_round(event.type, event):
                 return self._round_left_open(event, before)
             if before == CLOSED:
                 return self._refused_while_closed(event)
@@ -350,15 +352,27 @@ class TableEngine:
                      {"code": dev.code, "severity": str(dev.severity),
                       "slip": dev.code, "evidence": dict(dev.evidence)})]
 
-    def ends_open_round(self, kind: str) -> bool:
-        """Whether an event of type ``kind``, refused in the current state, is taken as the
-        end of an open round whose ``round_end`` is missing (:meth:`_round_left_open`): it
-        comes only after a round (:data:`_AFTER_ROUND`, or the next ``bets_closed`` once
-        cards were dealt), a round is open, and the state after its end would take it."""
+    def ends_open_round(self, kind: str, event: Event | None = None) -> bool:
+        """Whether an event of type ``kind`` (``event``, where known), refused in the current
+        state, is taken as the end of an open round whose ``round_end`` is missing
+        (:meth:`_round_left_open`): it comes only after a round (:data:`_AFTER_ROUND`), a
+        round is open with cards dealt in it (or not dealt after the end card: 001 §2), the
+        state after its end takes it — and it is not more likely a late reading of an
+        earlier step: a shuffle or a count in a shoe's first round (of a stud round, before
+        two hands of five are out), a return of the discards that holds none of this
+        round's cards (the last round's, returned late)."""
         before = self._state
-        return before in (ROUND, LAST_ROUND) and (kind, before) not in self._routes and (
-            kind in _AFTER_ROUND or (kind == "bets_closed" and self._shoe.round_cards > 0)
-        ) and (kind, self._after_round_end().value) in self._routes
+        shoe = self._shoe
+        if before not in (ROUND, LAST_ROUND) or kind not in _AFTER_ROUND \
+                or (kind, before) in self._routes or not (shoe.round_cards or shoe.void_round):
+            return False
+        if before == ROUND and kind != "bets_closed" and (
+                shoe.round_cards < 10 if self.profile.shuffle.every_round else shoe.rounds <= 1):
+            return False
+        if isinstance(event, DiscardsReturned) and event.count <= (
+                shoe.to_return(self.profile.shuffler.burns_returned) - shoe.round_cards):
+            return False
+        return (kind, self._after_round_end().value) in self._routes
 
     def _round_left_open(self, event: Event, before: str) -> list[Output]:
         """What comes only after a round (the next round's bets, the return of the discards,
