@@ -46,7 +46,7 @@ from controller.engine.checks import (
 )
 from controller.engine.graph import Graph, build, machine_for, states_for
 from controller.engine.prompts import prompt_text
-from controller.engine.resync import Slip, resync
+from controller.engine.resync import Slip, consequence, resync
 from controller.engine.shoe import Accounting, Shoe
 from controller.engine.states import (
     BURN,
@@ -347,10 +347,7 @@ class TableEngine:
         if event.type not in self._closed_refused:
             self._closed_refused.add(event.type)
             return [dev]
-        return [Note("consequence", f"{dev.code}: {dev.message} (refused before while the "
-                     "table is closed: not counted again)",
-                     {"code": dev.code, "severity": str(dev.severity),
-                      "slip": dev.code, "evidence": dict(dev.evidence)})]
+        return [consequence(dev, dev.code)]
 
     def ends_open_round(self, kind: str, event: Event | None = None) -> bool:
         """Whether an event of type ``kind`` (``event``, where known), refused in the current
@@ -559,30 +556,27 @@ class TableEngine:
 
     def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
         check_composition(e, self.decks, self._make, out)
-        if (self.profile.inspection.opening_check and not self._counted and self.shoe <= 1
-                and self.round == 0 and self.state != OPENING_CHECK and self.state != SHUFFLE):
-            # the opening count came late, after the shoe's shuffle (CHECK_MISSING then):
-            # the count of this pack, not its closing — the shoe goes on, its steps done
-            self._counted = True
-            if e.deck_lots is not None:
-                self.lots = e.deck_lots
-                judge_lots(self.profile, e.deck_lots, e.local_date or self.open_date,
-                           self._make, out, self._paper_closed)
-            out.append(Note("late_opening_count", "the pack was counted after the shuffle, "
-                            "before any round: taken as the opening count (CHECK_MISSING "
-                            "above); the shoe goes on", {"state": self.state}))
-            return None
+        # the opening count made late, after the first shoe's shuffle (CHECK_MISSING then):
+        # the count of this pack, not its closing — the shoe goes on, its steps done
+        late_opening = (self.profile.inspection.opening_check and not self._counted
+                        and self.shoe <= 1 and self.round == 0
+                        and self.state not in (OPENING_CHECK, SHUFFLE))
         self._counted = True
-        if self._screen_ok:
-            try:
-                self.screen.deck_check()
-            except Exception as exc:  # (a fault in the screen: _screen_failed)
-                self._screen_failed(exc, out)
         if e.deck_lots is not None:
             self.lots = e.deck_lots
             judge_lots(self.profile, e.deck_lots,
                        e.local_date or self.open_date, self._make, out,
                        self._paper_closed)
+        if late_opening:
+            out.append(Note("late_opening_count", "the pack was counted after the shuffle, "
+                            "before any round: taken as the opening count (CHECK_MISSING "
+                            "above); the shoe goes on", {"state": self.state}))
+            return None
+        if self._screen_ok:
+            try:
+                self.screen.deck_check()
+            except Exception as exc:  # (a fault in the screen: _screen_failed)
+                self._screen_failed(exc, out)
         self.checked_since_shoe = True
         if self.state == OPENING_CHECK:
             self.checked_open = True

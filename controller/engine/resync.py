@@ -55,6 +55,15 @@ def follows_from(slip: str, slip_event: str, code: str, event_type: str) -> bool
             or (code == slip and event_type == slip_event == "round_end"))
 
 
+def consequence(deviation: Deviation, slip: str) -> Note:
+    """``deviation`` recorded as following from ``slip``: a note that names the code it
+    would have raised, its severity and evidence, not another deviation."""
+    return Note("consequence", f"{deviation.code}: {deviation.message} (a consequence of "
+                f"the {slip} above, not counted again)",
+                {"code": deviation.code, "severity": str(deviation.severity), "slip": slip,
+                 "evidence": dict(deviation.evidence)})
+
+
 def resync(out: list[Output], slip: Slip | None, event_type: str, procedure: str
            ) -> tuple[list[Output], Slip | None]:
     """``out`` with what follows from ``slip`` turned into notes, and the slip from now on
@@ -71,10 +80,7 @@ def resync(out: list[Output], slip: Slip | None, event_type: str, procedure: str
             result.append(o)
             continue
         if slip is not None and follows_from(slip[0], slip[2], o.code, event_type):
-            result.append(Note("consequence", f"{o.code}: {o.message} (a consequence of "
-                               f"the {slip[0]} above, not counted again)",
-                               {"code": o.code, "severity": str(o.severity),
-                                "slip": slip[0], "evidence": dict(o.evidence)}))
+            result.append(consequence(o, slip[0]))
             continue
         if slip is None or (o.code in REPEATS and o.code != slip[0]):
             # (a slip that repeats card by card takes over from an earlier one of another
