@@ -626,6 +626,13 @@ def test_either_split_order_follows_the_cards_to(name: str) -> None:
     r = play(strict, [1], *deal(name, "8", "9", "8", hole="8"), "split", *both_first,
              *dealer_rest(name, "8"))
     assert r.codes["CARD_TO_FINISHED_HAND"] == 1
+    # a review: once a split hand has drawn, the deal was in turn, and that hand is over
+    # when the next gets its second card — a card back to it is still flagged
+    back = [{"card": "3", "to": "box1.1"}, {"card": "2", "to": "box1.1"},
+            {"card": "4", "to": "box1.2"}, {"card": "K", "to": "box1.1"}, "stand"]
+    r = play(name, [1], *deal(name, "8", "9", "8", hole="8"), "split", *back,
+             *dealer_rest(name, "8"))
+    assert r.codes["CARD_TO_FINISHED_HAND"] == 1
 
 
 @pytest.mark.parametrize("name", BJ)

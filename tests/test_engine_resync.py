@@ -282,3 +282,21 @@ def test_events_refused_while_the_table_is_closed_count_once_a_kind() -> None:
         assert r.codes() == Counter({"UNEXPECTED_EVENT": len(kinds)}), name
         assert len(r.notes("consequence")) == len(lost) - len(kinds)
         assert r.state == "closed"  # the real day after it, judged clean
+
+
+@pytest.mark.parametrize("name", ["gr-blackjack", "live-baccarat"])
+def test_play_after_the_last_hand_does_not_group_a_slip_of_the_next_shoe(name: str) -> None:
+    """A review: after a round played past the last hand, a new shoe begun by a bare
+    shoe_loaded (its shuffle, cut and cut card flagged missing) kept the grouping, and a
+    bets_closed missed in it was only a note. The grouping ends where a new shoe begins."""
+    steps = day(name, 0, shoes=2)
+    end = [i for i, s in enumerate(steps) if s.shoe == 1 and s.phase == "round_end"][-1]
+    begin = max(i for i in range(end) if steps[i].event["type"] == "bets_closed")
+    loaded = first(steps, "shoe_loaded", shoe=2)
+    bets = first(steps, "bets_closed", shoe=2)
+    mutated = [*steps[:end + 1], *steps[begin:end + 1],  # a round after the last hand
+               *steps[loaded:bets], *steps[bets + 1:]]  # a bare reload, then no bets closed
+    r = run(name, events(mutated))
+    assert r.codes()["PLAY_AFTER_LAST_HAND"] == 1
+    # (a burn game reads the round's first card as one burned too many)
+    assert r.codes()["CARD_BEFORE_BETS_CLOSED"] + r.codes()["BURN_COUNT"] == 1

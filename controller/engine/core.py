@@ -165,8 +165,9 @@ class TableEngine:
         self._faults: dict[tuple[str, str], str | None] = {}
         self._resume: str | None = None
         self._fault_flagged = False
-        #: the slip being resynchronised from; see :meth:`handle`
+        #: the slip being resynchronised from, and the shoe it began in; see :meth:`handle`
         self._episode: Slip | None = None
+        self._episode_shoe = 0
         sc = profile.shuffle_screen
         #: the shuffle screen (controller/screening): fed every card, round end and shoe
         self.screen = ShuffleScreen(screen_settings(sc), profile.decks.max)
@@ -272,7 +273,7 @@ class TableEngine:
         if episode is not None:
             procedure = self._resume if state == _DEVICE_FAULT and self._resume else state
             if episode[0] == "PLAY_AFTER_LAST_HAND":
-                if procedure not in _PLAYED_ON_STATES:
+                if procedure not in _PLAYED_ON_STATES or self.shoe != self._episode_shoe:
                     episode = None  # a new shoe, a count, the close: play after it is over
             elif episode[1] != procedure:
                 episode = None  # the procedure moved on: the slip is over
@@ -282,6 +283,8 @@ class TableEngine:
         state = self._state
         procedure = self._resume if state == _DEVICE_FAULT and self._resume else state
         out, self._episode = resync(out, episode, event.type, procedure)
+        if self._episode is not episode:
+            self._episode_shoe = self.shoe  # (where a slip began: play after the last hand)
         if before is not None and event.type == "round_end" \
                 and before[0] != "PLAY_AFTER_LAST_HAND":
             self._episode = None  # the round played on is over: a new slip counts again
@@ -355,17 +358,23 @@ class TableEngine:
         (:meth:`_round_left_open`): it comes only after a round (:data:`_AFTER_ROUND`), a
         round is open with cards dealt in it (or not dealt after the end card: 001 §2), the
         state after its end takes it — and it is not more likely a late reading of an
-        earlier step: a shuffle or a count in a shoe's first round (of a stud round, before
-        two hands of five are out), a return of the discards that holds none of this
-        round's cards (the last round's, returned late)."""
+        earlier step or a stray one: a shuffle or a count in a shoe's first round (of a stud
+        round, before two hands of five are out) or, where a cut card ends the shoe, in any
+        round but its last; a return of the discards that holds none of this round's cards
+        (the last round's, returned late)."""
         before = self._state
         shoe = self._shoe
         if before not in (ROUND, LAST_ROUND) or kind not in _AFTER_ROUND \
                 or (kind, before) in self._routes or not (shoe.round_cards or shoe.void_round):
             return False
+        if kind == "bets_closed" and self.profile.shuffle.every_round:
+            return False  # (a round that has its own shuffle: that shuffle ends the last one)
         if before == ROUND and kind != "bets_closed" and (
-                shoe.round_cards < 10 if self.profile.shuffle.every_round else shoe.rounds <= 1):
-            return False
+                shoe.round_cards < 10 if self.profile.shuffle.every_round else
+                shoe.rounds <= 1 or (kind in ("shuffle", "deck_check")
+                                     and self.profile.has_cut_card)):
+            return False  # (a shoe with a cut card is reshuffled or counted after its last
+            # round: a shuffle or count inside another is more likely stray)
         if isinstance(event, DiscardsReturned) and event.count <= (
                 shoe.to_return(self.profile.shuffler.burns_returned) - shoe.round_cards):
             return False
@@ -564,9 +573,7 @@ class TableEngine:
         self._counted = True
         if e.deck_lots is not None:
             self.lots = e.deck_lots
-            judge_lots(self.profile, e.deck_lots,
-                       e.local_date or self.open_date, self._make, out,
-                       self._paper_closed)
+            self._judge_new_lots(e, out)
         if late_opening:
             out.append(Note("late_opening_count", "the pack was counted after the shuffle, "
                             "before any round: taken as the opening count (CHECK_MISSING "
@@ -586,6 +593,20 @@ class TableEngine:
             return None
         self._end_shoe()
         return CLOSING_CHECK if self.state != CLOSING_CHECK else None
+
+    def _judge_new_lots(self, e: DeckCheck, out: list[Output]) -> None:
+        """A count's lots, judged on the table day (the opening's date) and on the count's
+        own date, where they differ (a count after midnight): a lot dated either way is
+        taken, and flagged only when both days flag it."""
+        assert e.deck_lots is not None
+        verdicts: list[list[Output]] = []
+        days: list[dt.date | None] = [
+            d for d in dict.fromkeys((self.open_date, e.local_date)) if d is not None]
+        for day in days or [None]:
+            judged: list[Output] = []
+            judge_lots(self.profile, e.deck_lots, day, self._make, judged, self._paper_closed)
+            verdicts.append(judged)
+        out.extend(min(verdicts, key=lambda v: sum(isinstance(o, Deviation) for o in v)))
 
     def _on_shuffle(self, e: Shuffle, out: list[Output]) -> State | None:
         if self.profile.inspection.opening_check and not self.checked_open:

@@ -398,8 +398,11 @@ class BlackjackReferee(CardLedger):
             if hint.done or self._ace_pending(hint):
                 return self._to_finished(hint, card)
             if not (self.rule.split_second_cards == "either" and hint.from_split
-                    and len(hint.cards) == 1):
-                self._stand_before(hint)  # (a split hand's second card first: both-first)
+                    and len(hint.cards) == 1 and hint.box is not None
+                    and all(len(h.cards) <= 2 for h in hint.box.hands)):
+                # (a split hand's second card while none of its box's hands has drawn yet:
+                # both-first; once one has drawn, the deal was in turn and it is finished)
+                self._stand_before(hint)
             target = hint
         elif hint == DEALER and target is not None:
             self._stand_before(None)
