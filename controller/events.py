@@ -440,19 +440,21 @@ def written_date(text: str) -> dt.date:
     """The calendar date of an ISO-8601 time at the UTC offset it was written with (a
     naive time's own date); raises :class:`EventError` as :func:`parse_time` does."""
     parse_time(text)  # the same checks, the same errors
-    try:
-        return dt.datetime.fromisoformat(text).date()
+    return _as_written(text).date()
+
+
+def _as_written(text: str) -> dt.datetime:
+    """The time at the offset it was written with (naive if none); ``ValueError`` if it is
+    no ISO-8601 time."""
+    try:  # the usual "…Z" directly (Python 3.11 reads Z); "z" and the rest below
+        return dt.datetime.fromisoformat(text)
     except ValueError:
-        return dt.datetime.fromisoformat(
-            text.replace("Z", "+00:00").replace("z", "+00:00")).date()
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
 
 
 def _parse_time(text: str) -> dt.datetime:
     try:
-        try:  # the usual "…Z" directly (Python 3.11 reads Z); "z" and the rest below
-            value = dt.datetime.fromisoformat(text)
-        except ValueError:
-            value = dt.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        value = _as_written(text)
         if value.tzinfo is dt.UTC:
             return value
         if value.tzinfo is None:
