@@ -502,6 +502,8 @@ def _check_values(obj: Mapping[str, Any]) -> None:
                 raise EventError(where, f"nested deeper than {MAX_DEPTH} levels")
             if len(value) > MAX_CHECK_CARDS:
                 raise EventError(where, f"more than {MAX_CHECK_CARDS} items")
+            if type(value) is list and _short_ascii_texts(value):
+                continue  # (a pack's card tokens: nothing in them to name)
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for k, v in items:
                 if not isinstance(k, str | int):
@@ -510,6 +512,15 @@ def _check_values(obj: Mapping[str, Any]) -> None:
                               v, depth + 1))
         elif value is not None and not isinstance(value, bool | int | float):
             raise EventError(where, f"not a JSON value: {type(value).__name__}")
+
+
+def _short_ascii_texts(items: list[Any]) -> bool:
+    """Is every item a text of at most :data:`MAX_TEXT` ASCII characters? Then the walk
+    has nothing to find in the list: a deck check's 416 card tokens are passed in three
+    C-level passes, where one by one they took ~0.9 µs a card (a third of a count's
+    parsing). Anything else is walked item by item, which names what is wrong."""
+    return (set(map(type, items)) <= {str} and max(map(len, items), default=0) <= MAX_TEXT
+            and "".join(items).isascii())
 
 
 Parser = Callable[[Mapping[str, Any], "str | None"], Event]
@@ -563,12 +574,18 @@ def deck_check(tokens: Iterable[object], t: str | None,
     as ``foreign`` (the engine names them). The one place a pack's tokens become a check."""
     cards: list[Card] = []
     foreign: list[str] = []
-    for token in tokens:
-        try:
-            cards.append(parse_card(token))
-        except CardError:  # (a token too long for the log is kept cut short, as shown)
-            foreign.append(printable(token) if isinstance(token, str) and len(token) <= 250
-                           else show(token))
+    if not isinstance(tokens, list | tuple):
+        tokens = list(tokens)  # (read twice below when a token is no card)
+    try:  # the usual pack, every token a card: one C-level pass
+        cards = list(map(parse_card, tokens))
+    except CardError:  # a token that is no card: one by one, to keep the cards apart
+        cards = []
+        for token in tokens:
+            try:
+                cards.append(parse_card(token))
+            except CardError:  # (a token too long for the log is kept cut short, as shown)
+                foreign.append(printable(token) if isinstance(token, str)
+                               and len(token) <= 250 else show(token))
     return DeckCheck(cards=tuple(sorted(cards, key=_CARD_ORDER)),
                      foreign=tuple(sorted(foreign)),
                      deck_lots=deck_lots, t=t)

@@ -229,6 +229,32 @@ def test_foreign_card_in_place_of_a_real_one(name: str) -> None:
     assert r.devs("DECK_FOREIGN_CARD")[0].evidence["foreign"] == ["JK"]
 
 
+@pytest.mark.parametrize("decks", [1, 6, 8])
+def test_a_count_is_judged_the_same_in_any_order_and_from_any_card_objects(decks: int
+                                                                           ) -> None:
+    """A whole pack is passed by one comparison with the sorted pack; a count built in
+    another order, of cards made apart from parsing, or one card off, is counted card by
+    card (controller/engine/checks.py: check_composition)."""
+    from controller.engine.checks import check_composition
+    from controller.events import DeckCheck
+
+    def judged(cards: list[Card]) -> dict[str, Any]:
+        out: list[Any] = []
+        check_composition(DeckCheck(cards=tuple(cards)), decks,
+                          lambda code, message, **ev: (code, ev), out)
+        return dict(out)
+
+    whole = pack(decks)
+    random.Random(decks).shuffle(whole)
+    assert judged(whole) == {}
+    assert judged(sorted(Card(c.rank, c.suit) for c in whole)) == {}
+    swapped = [*whole[1:], Card("A", "S") if whole[0] != Card("A", "S") else Card("K", "D")]
+    got = judged(sorted(swapped))
+    assert got["DECK_INCOMPLETE"]["missing"] == [str(whole[0])]
+    assert got["DECK_EXTRA_CARD"]["extra"] == [str(swapped[-1])]
+    assert judged(sorted(whole[1:]))["DECK_INCOMPLETE"]["missing"] == [str(whole[0])]
+
+
 def _bad_deck_counts(name: str) -> list[int]:
     d = prof(name).decks
     return [n for n in (d.min - 1, d.max + 1, d.max + 3) if n >= 1]

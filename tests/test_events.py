@@ -95,6 +95,35 @@ def test_a_scanned_token_too_long_for_the_log_is_kept_cut_short_and_the_check_wi
     assert shown.startswith("'ZZZ") and shown.endswith("...") and len(shown) <= 60
 
 
+@pytest.mark.parametrize(("tokens", "field"), [
+    (["AS", 7, "KD"], None),  # a number: a foreign card, no error (the list is walked)
+    (["AS", "KD", "\ud800"], "cards[2]"),  # a lone surrogate, named by its place
+    (["AS", "x" * 1001, "KD"], "cards[1]"),  # too long for the log
+    (["AS", ["KD"], "KD"], None),  # a list in the list: foreign, shown
+])
+def test_a_pack_whose_tokens_are_not_all_short_ascii_text_is_walked_item_by_item(
+        tokens: list[object], field: str | None) -> None:
+    """The walk passes a list of short ASCII texts whole (a count's 416 tokens); any other
+    list is walked item by item, which names the item at fault, as before."""
+    event = {"type": "deck_check", "cards": tokens}
+    if field is None:
+        parsed = parse_event(event)
+        assert [str(c) for c in parsed.cards] == ["AS", "KD"]
+        assert len(parsed.foreign) == len(tokens) - 2 == 1
+    else:
+        with pytest.raises(EventError) as info:
+            parse_event(event)
+        assert str(info.value).startswith(field + ":")
+
+
+def test_a_deck_check_from_a_one_shot_iterator_keeps_cards_and_foreign_tokens() -> None:
+    from controller.events import deck_check
+
+    event = deck_check(iter(["KD", "JK", "AS", "10h"]), None)  # (read twice: no card lost)
+    assert [str(c) for c in event.cards] == ["AS", "KD", "TH"]
+    assert event.foreign == ("JK",)
+
+
 def test_deck_check_record_is_sorted_so_no_order_leaks() -> None:
     shuffled = ["9C", "2H", "AS", "KD", "TS"]
     record = parse_event({"type": "deck_check", "cards": shuffled}).to_record()
