@@ -35,15 +35,31 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20) -> None:
+def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 20,
+              greeting: bytes | None = None) -> None:
+    """Until ``proc`` listens on ``port``. With ``greeting``, the listener must say it in
+    its first bytes: a free port picked here can be taken by another worker's server
+    before ours binds it, and then ours exits while someone else's answers (a NATS test
+    once talked to a PostgreSQL server: "unexpected EOF", then "connection refused" when
+    that one stopped). Raises ``PortTaken`` when the process exited before listening."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode} before listening")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
+            raise PortTaken(f"{what} exited with {proc.returncode} before listening on "
+                            f"127.0.0.1:{port}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port),
+                                                                     0.2) as s:
+            if greeting is None:
+                return
+            s.settimeout(2)
+            if greeting in s.recv(4096):
+                return
         time.sleep(0.05)
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} in {timeout} s")
+
+
+class PortTaken(RuntimeError):
+    """A server exited before it listened (its port was taken, most often)."""
 
 
 class NatsServer:
@@ -57,9 +73,16 @@ class NatsServer:
                         "package nats-server (make test installs it)")
         self.binary = binary
         self.store = work / "jetstream"
-        self.port = free_port()
+        self.name = f"sw-test-{uuid.uuid4().hex[:12]}"  # (its greeting names it: wait_port)
         self.proc: subprocess.Popen[bytes] | None = None
-        self.start()
+        for attempt in range(5):  # a port another worker took first: another port
+            self.port = free_port()
+            try:
+                self.start()
+                break
+            except PortTaken:
+                if attempt == 4:
+                    raise
 
     @property
     def url(self) -> str:
@@ -68,8 +91,10 @@ class NatsServer:
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [self.binary, "-js", "-sd", str(self.store), "-p", str(self.port),
-             "-a", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(self.port, self.proc, "nats-server")
+             "-a", "127.0.0.1", "-n", self.name], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        wait_port(self.port, self.proc, "nats-server",
+                  greeting=f'"server_name":"{self.name}"'.encode())
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
