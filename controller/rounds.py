@@ -47,6 +47,11 @@ class CardLedger:
         self.round_no = 0
         self.cards: list[DealtCard] = []
         self.bets: BetsClosed | None = None
+        #: cards in the pack in play: the table's decks (``table_open``) as the engine sets
+        #: them (:func:`referee_for`), even where the profile wants another number
+        #: (``DECK_COUNT``, flagged once at the opening: the rounds are judged on the pack
+        #: the table really deals from)
+        self.pack = 52 * profile.decks.max
 
     def begin(self, round_no: int, bets: BetsClosed) -> list[Output]:
         self.round_no = round_no
@@ -89,7 +94,13 @@ def register_referee(game: str, factory: RefereeFactory) -> None:
     _REFEREES[game] = factory
 
 
-def referee_for(profile: Profile, make: DeviationFactory) -> CardLedger:
+def referee_for(profile: Profile, make: DeviationFactory, pack: int | None = None
+                ) -> CardLedger:
+    """The profile's game's referee; ``pack``: the cards in the pack in play (``None``: the
+    profile's most decks)."""
     import controller.games  # noqa: F401  (each game module registers its referee)
 
-    return _REFEREES.get(profile.game, CardLedger)(profile, make)
+    referee = _REFEREES.get(profile.game, CardLedger)(profile, make)
+    if pack is not None:
+        referee.pack = pack
+    return referee

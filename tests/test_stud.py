@@ -582,3 +582,31 @@ def test_a_dropped_card_in_a_day_voids_that_hand() -> None:
     assert [d.code for d in r.devs()] == ["DEAL_COUNT"]
     note = r.notes("round")[1]
     assert note.data["results"][hand] == {"outcome": "void"}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_table_opened_with_two_decks_is_one_deck_count_not_a_deal_count_a_round(
+        seed: int) -> None:
+    """Stud is dealt from one deck (003 §1): a table that opens with two is
+    ``DECK_COUNT`` once. Its rounds' stub counts are judged on the pack it deals from, so
+    a correct deal from it raises nothing more (it raised a ``DEAL_COUNT`` every round: ~40
+    a day)."""
+    from engine_streams import run
+
+    evs = events(day("gr-stud-poker", seed))
+    for ev in evs:
+        if ev["type"] == "table_open":
+            ev["decks"] = 2
+        elif ev["type"] == "deck_check":
+            ev["cards"] = ev["cards"] * 2
+        elif ev["type"] == "stub_count":
+            ev["count"] += 52
+    r = run("gr-stud-poker", evs)
+    assert r.codes() == {"DECK_COUNT": 1}, r.codes()
+    # a stub one card off in that pack is still a DEAL_COUNT, naming the pack's size
+    at = next(i for i, ev in enumerate(evs) if ev["type"] == "stub_count")
+    evs[at] = {**evs[at], "count": evs[at]["count"] - 1}
+    r = run("gr-stud-poker", evs)
+    assert r.codes() == {"DECK_COUNT": 1, "DEAL_COUNT": 1}, r.codes()
+    (dev,) = r.devs("DEAL_COUNT")
+    assert "104 − 5 ×" in dev.message

@@ -25,6 +25,7 @@ moves on, so one mistake yields one deviation, not a cascade.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import functools
 from collections import Counter
@@ -98,7 +99,7 @@ from controller.events import (
 )
 from controller.outputs import Note, Output, Prompt, Transition
 from controller.profiles import Profile, ShuffleScreenRule
-from controller.rounds import referee_for
+from controller.rounds import CardLedger, referee_for
 from controller.screening import Finding, ScreenSettings, ShuffleScreen
 from controller.validation import printable
 
@@ -116,6 +117,11 @@ _AFTER_ROUND = frozenset({"shuffle", "deck_check", "table_close", "players_left"
 (:meth:`TableEngine._round_left_open`). Not the cut, the cut card or the load: arriving in a
 round, they are more likely a late reading of this shoe's own (refused, as before) than
 the next shoe's, which a shuffle begins."""
+
+_BEFORE_BETS = frozenset({"card", "bets_closed", "device_fault", "device_ok",
+                          "device_connected", "device_diagnostic", "witness_checkpoint"})
+"""What may come between a card read before the bets closed and the ``bets_closed`` that
+opens its round (``Shoe.early_cards``): more such cards, and the devices' own reports."""
 
 _PLAYED_ON_STATES = frozenset({READY, BURN, ROUND, LAST_ROUND, SHOE_COMPLETE,
                                RETURN_DISCARDS})
@@ -254,7 +260,8 @@ class TableEngine:
 
     def _end_shoe(self) -> None:
         """Forget everything about the current shoe (shoe finished, withdrawn or closed)."""
-        self._shoe = Shoe(self.decks * 52, referee_for(self.profile, self._make))
+        self._shoe = Shoe(self.decks * 52,
+                          referee_for(self.profile, self._make, self.decks * 52))
 
     # ------------------------------------------------------------------ entry point
 
@@ -278,6 +285,8 @@ class TableEngine:
             elif episode[1] != procedure:
                 episode = None  # the procedure moved on: the slip is over
         before = episode
+        if self._shoe.early_cards and event.type not in _BEFORE_BETS:
+            self._shoe.early_cards = []  # (no round opened after them: they were its own)
         out = (self._handle_under_fault(event) if state == _DEVICE_FAULT
                else self._dispatch(event))
         state = self._state
@@ -409,6 +418,27 @@ class TableEngine:
         if self._state != before:
             out.append(Transition(before, self._state, event.type))
             out.append(self.prompt())
+        return out
+
+    def _judged(self, call: Callable[[CardLedger], list[Output]]) -> list[Output]:
+        """A step of the round, judged by its referee — and, in a round whose first cards
+        were read before its bets closed, by the other reading too (``alt_referee``: those
+        cards put aside). The first step one reading flags and the other does not decides
+        the round: the clean one goes on, alone. Until then, and where both flag, the
+        cards are the round's own. So a card dealt early and a card drawn and set aside
+        before a round dealt afresh are each one ``CARD_BEFORE_BETS_CLOSED``."""
+        shoe = self._shoe
+        out = call(shoe.referee)
+        alt = shoe.alt_referee
+        if alt is None:
+            return out
+        other = call(alt)
+        mine = any(isinstance(o, Deviation) for o in out)
+        if mine and not any(isinstance(o, Deviation) for o in other):
+            shoe.referee, shoe.alt_referee = alt, None
+            return other
+        if mine or any(isinstance(o, Deviation) for o in other):
+            shoe.alt_referee = None
         return out
 
     # ------------------------------------------------------------------ deviations
@@ -548,7 +578,7 @@ class TableEngine:
         self.table = e.table
         self.decks = e.decks
         self.sabot = e.sabot
-        self._shoe.pack_size = e.decks * 52
+        self._shoe.pack_size = self._shoe.referee.pack = e.decks * 52
         self.open_date = e.local_date  # the day on the table's clock (deck lots: PROCEDURES §2.1)
         check_sabot(self._openings.setdefault(e.table, []), self.sabot_rotation_k, e,
                     self.open_date, self._make, out)
@@ -728,7 +758,7 @@ class TableEngine:
         if state in (ROUND, LAST_ROUND):
             shoe.dealt += 1
             shoe.round_cards += 1
-            out.extend(shoe.referee.card(e))
+            out.extend(self._judged(lambda r: r.card(e)))
             return None
         if state == READY and shoe.burn_just_finished:
             shoe.burned += 1  # (the holder may keep it with the burns: it may be a round's)
@@ -752,6 +782,8 @@ class TableEngine:
         out.append(self._make(
             "CARD_BEFORE_BETS_CLOSED", f"{card} drawn before bets were closed",
             card=str(card), state=state))
+        if state == READY:
+            shoe.early_cards.append(e)  # (the next round's first card: _on_bets_closed)
         return None
 
     def _card_behind_cut_card(self, e: CardDrawn, out: list[Output]) -> State | None:
@@ -826,22 +858,32 @@ class TableEngine:
         self.round += 1
         self._shoe.rounds += 1
         self._shoe.round_cards = 0
+        early, self._shoe.early_cards = self._shoe.early_cards, []
+        if early:  # read before the bets closed (flagged then): this round's first cards,
+            # or cards put aside before a round dealt afresh — both readings judged (the
+            # copy keeps what the referee carries from round to round: the shoe's holder)
+            self._shoe.alt_referee = copy.copy(self._shoe.referee)
+            self._shoe.alt_referee.begin(self.round, e)
         out.extend(self._shoe.referee.begin(self.round, e))
+        for card in early:
+            self._shoe.round_cards += 1
+            out.extend(self._shoe.referee.card(card))
         if self._shoe.next_round_last:
             self._shoe.next_round_last = False
             return LAST_ROUND
         return ROUND
 
     def _on_action(self, e: Action, out: list[Output]) -> State | None:
-        out.extend(self._shoe.referee.action(e.action))
+        out.extend(self._judged(lambda r: r.action(e.action)))
         return None
 
     def _on_stub_count(self, e: StubCount, out: list[Output]) -> State | None:
-        out.extend(self._shoe.referee.stub_count(e.count))
+        out.extend(self._judged(lambda r: r.stub_count(e.count)))
         return None
 
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
-        ended = self._shoe.referee.end()
+        ended = self._judged(lambda r: r.end())
+        self._shoe.alt_referee = None
         out.extend(ended)
         after = self._after_round_end()
         shoe_over = after == SHOE_COMPLETE

@@ -48,9 +48,11 @@ def hand_name(to: str) -> str:
     return f"P{int(m.group(1))}" if m else text
 
 
-def expected_stub(players: int) -> int:
-    """003 §4: the cards left in the dealer's hand after five to each player and himself."""
-    return DECK - HAND_SIZE * (players + 1)
+def expected_stub(players: int, pack: int = DECK) -> int:
+    """003 §4: the cards left in the dealer's hand after five to each player and himself
+    (``pack``: the cards the table deals from — one deck, unless it opened with more,
+    which is flagged once as ``DECK_COUNT``, not again at every round's stub)."""
+    return pack - HAND_SIZE * (players + 1)
 
 
 def dealing_order(players: int) -> list[str]:
@@ -93,34 +95,36 @@ class StudReferee(CardLedger):
         self.stub_at = read = len(self.drawn)
         players, how = self._players()
         if players is not None:
-            expected = expected_stub(players)
+            pack = self.pack
+            expected = expected_stub(players, pack)
             if count != expected:
-                dealt = DECK - count
-                should = DECK - expected
+                dealt = pack - count
+                should = pack - expected
                 diff = dealt - should
                 what = (f"{diff} card(s) too many dealt" if diff > 0
                         else f"{-diff} card(s) too few dealt")
                 out.append(self.make(
                     "DEAL_COUNT",
-                    f"stub counted {count}, expected {expected} = 52 − 5 × ({players} "
+                    f"stub counted {count}, expected {expected} = {pack} − 5 × ({players} "
                     f"player(s) + dealer): {what} (003 §4)",
                     check="stub", count=count, expected=expected, players=players,
                     players_from=how, cards_read=read))
-        elif not any(expected_stub(p) == count for p in range(1, DECK // HAND_SIZE)):
+        elif not any(expected_stub(p, self.pack) == count
+                     for p in range(1, self.pack // HAND_SIZE)):
             out.append(self.make(
                 "DEAL_COUNT",
                 f"stub counted {count}: no number of players leaves that many cards "
-                f"(52 − 5 × (players + dealer)) (003 §4)",
+                f"({self.pack} − 5 × (players + dealer)) (003 §4)",
                 check="stub", count=count, expected=None, players=None, players_from=None,
                 cards_read=read))
-        elif read and read + count != DECK:
+        elif read and read + count != self.pack:
             # the players are not known, but the cards read were dealt from the one deck
             # (003 §1): what is left of it is 52 less them
             out.append(self.make(
                 "DEAL_COUNT",
                 f"stub counted {count} after {read} card(s) read: {read + count}, not the "
-                f"deck's {DECK} (003 §4)",
-                check="stub", count=count, expected=DECK - read, players=None,
+                f"deck's {self.pack} (003 §4)",
+                check="stub", count=count, expected=self.pack - read, players=None,
                 players_from=None, cards_read=read))
         self.stub_flagged = self.stub_flagged or any(
             isinstance(o, Deviation) and o.code == "DEAL_COUNT" for o in out)
@@ -138,7 +142,7 @@ class StudReferee(CardLedger):
         data["players"] = players
         if how != "bets_closed":
             data["players_from"] = how
-        expected = expected_stub(players) if players is not None else None
+        expected = expected_stub(players, self.pack) if players is not None else None
         data["stub"] = {"count": self.stubs[-1] if self.stubs else None, "expected": expected}
         if not self.stubs:
             out.append(self.make(
