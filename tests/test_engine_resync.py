@@ -139,6 +139,24 @@ def test_a_card_drawn_and_put_aside_before_the_bets_closed_is_one_deviation(name
         assert max(codes.values()) == 1, (rnd, codes)
 
 
+@pytest.mark.parametrize("name", FIVE_BURN_PROFILES + BY_VALUE_PROFILES)
+def test_the_first_card_of_a_shoe_dealt_before_the_bets_closed_is_one_burn_count(
+        name: str) -> None:
+    """Right after a complete burn, a card read before the bets close is a burn too long
+    or the round's first card dealt early: the stream cannot tell, and it is flagged as
+    the burn's (``BURN_COUNT``). The round is judged both ways, so either is one
+    deviation (the round judged a card short gave 3-7)."""
+    for seed in (0, 1, 2):
+        steps = day(name, seed, shoes=1)
+        rnd = _rounds(steps)[0]
+        closed = first(steps, "bets_closed", rnd=rnd)
+        cards = round_cards(steps, rnd)
+        if steps[closed - 1].phase not in BURN_PHASES or cards[0] != closed + 1:
+            continue
+        r = run(name, events(move(steps, closed, cards[0] + 1)))
+        assert r.codes() == Counter({"BURN_COUNT": 1}), (seed, r.codes())
+
+
 def test_cards_read_before_the_bets_closed_and_then_a_round_end_open_no_round() -> None:
     """Cards read before any bets closed, then the round's end, belong to no round opened
     later: the next round is judged on its own cards."""

@@ -287,6 +287,7 @@ class TableEngine:
         before = episode
         if self._shoe.early_cards and event.type not in _BEFORE_BETS:
             self._shoe.early_cards = []  # (no round opened after them: they were its own)
+            self._shoe.early_as_burn = False
         out = (self._handle_under_fault(event) if state == _DEVICE_FAULT
                else self._dispatch(event))
         state = self._state
@@ -769,6 +770,8 @@ class TableEngine:
                 burned=shoe.burn_done + 1, required=shoe.burn_due, card=str(card),
                 reason=shoe.burn_reason, mode=self._burn_mode_name()))
             shoe.burn_done += 1
+            shoe.early_cards.append(e)  # (or the next round's first card, dealt early)
+            shoe.early_as_burn = True
             return None
         if state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
             shoe.dealt += 1
@@ -858,16 +861,26 @@ class TableEngine:
         self.round += 1
         self._shoe.rounds += 1
         self._shoe.round_cards = 0
-        early, self._shoe.early_cards = self._shoe.early_cards, []
+        shoe = self._shoe
+        early, shoe.early_cards = shoe.early_cards, []
+        dealt_to = shoe.referee  # the reading where those cards are the round's
         if early:  # read before the bets closed (flagged then): this round's first cards,
             # or cards put aside before a round dealt afresh — both readings judged (the
-            # copy keeps what the referee carries from round to round: the shoe's holder)
-            self._shoe.alt_referee = copy.copy(self._shoe.referee)
-            self._shoe.alt_referee.begin(self.round, e)
-        out.extend(self._shoe.referee.begin(self.round, e))
+            # copy keeps what the referee carries from round to round: the shoe's holder).
+            # The one the deviation named leads: a card right after the burn was burned
+            aside = copy.copy(dealt_to)
+            aside.begin(self.round, e)
+            if shoe.early_as_burn:
+                shoe.referee, shoe.alt_referee = aside, dealt_to
+            else:
+                shoe.alt_referee = aside
+        shoe.early_as_burn = False
+        begun = dealt_to.begin(self.round, e)
         for card in early:
-            self._shoe.round_cards += 1
-            out.extend(self._shoe.referee.card(card))
+            begun += dealt_to.card(card)
+        if dealt_to is shoe.referee:
+            shoe.round_cards += len(early)
+            out.extend(begun)
         if self._shoe.next_round_last:
             self._shoe.next_round_last = False
             return LAST_ROUND
