@@ -25,7 +25,6 @@ moves on, so one mistake yields one deviation, not a cascade.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import functools
 from collections import Counter
@@ -99,7 +98,7 @@ from controller.events import (
 )
 from controller.outputs import Note, Output, Prompt, Transition
 from controller.profiles import Profile, ShuffleScreenRule
-from controller.rounds import CardLedger, referee_for
+from controller.rounds import referee_for
 from controller.screening import Finding, ScreenSettings, ShuffleScreen
 from controller.validation import printable
 
@@ -118,10 +117,11 @@ _AFTER_ROUND = frozenset({"shuffle", "deck_check", "table_close", "players_left"
 round, they are more likely a late reading of this shoe's own (refused, as before) than
 the next shoe's, which a shuffle begins."""
 
-_BEFORE_BETS = frozenset({"card", "bets_closed", "device_fault", "device_ok",
+_BEFORE_BETS = frozenset({"card", "bets_closed", "cut_card", "device_fault", "device_ok",
                           "device_connected", "device_diagnostic", "witness_checkpoint"})
 """What may come between a card read before the bets closed and the ``bets_closed`` that
-opens its round (``Shoe.early_cards``): more such cards, and the devices' own reports."""
+opens its round (``Shoe.early_cards``): more such cards, the cut card coming out, and the
+devices' own reports."""
 
 _PLAYED_ON_STATES = frozenset({READY, BURN, ROUND, LAST_ROUND, SHOE_COMPLETE,
                                RETURN_DISCARDS})
@@ -287,7 +287,6 @@ class TableEngine:
         before = episode
         if self._shoe.early_cards and event.type not in _BEFORE_BETS:
             self._shoe.early_cards = []  # (no round opened after them: they were its own)
-            self._shoe.early_as_burn = False
         out = (self._handle_under_fault(event) if state == _DEVICE_FAULT
                else self._dispatch(event))
         state = self._state
@@ -419,27 +418,6 @@ class TableEngine:
         if self._state != before:
             out.append(Transition(before, self._state, event.type))
             out.append(self.prompt())
-        return out
-
-    def _judged(self, call: Callable[[CardLedger], list[Output]]) -> list[Output]:
-        """A step of the round, judged by its referee — and, in a round whose first cards
-        were read before its bets closed, by the other reading too (``alt_referee``: those
-        cards put aside). The first step one reading flags and the other does not decides
-        the round: the clean one goes on, alone. Until then, and where both flag, the
-        cards are the round's own. So a card dealt early and a card drawn and set aside
-        before a round dealt afresh are each one ``CARD_BEFORE_BETS_CLOSED``."""
-        shoe = self._shoe
-        out = call(shoe.referee)
-        alt = shoe.alt_referee
-        if alt is None:
-            return out
-        other = call(alt)
-        mine = any(isinstance(o, Deviation) for o in out)
-        if mine and not any(isinstance(o, Deviation) for o in other):
-            shoe.referee, shoe.alt_referee = alt, None
-            return other
-        if mine or any(isinstance(o, Deviation) for o in other):
-            shoe.alt_referee = None
         return out
 
     # ------------------------------------------------------------------ deviations
@@ -759,7 +737,7 @@ class TableEngine:
         if state in (ROUND, LAST_ROUND):
             shoe.dealt += 1
             shoe.round_cards += 1
-            out.extend(self._judged(lambda r: r.card(e)))
+            out.extend(shoe.referee.card(e))
             return None
         if state == READY and shoe.burn_just_finished:
             shoe.burned += 1  # (the holder may keep it with the burns: it may be a round's)
@@ -770,8 +748,6 @@ class TableEngine:
                 burned=shoe.burn_done + 1, required=shoe.burn_due, card=str(card),
                 reason=shoe.burn_reason, mode=self._burn_mode_name()))
             shoe.burn_done += 1
-            shoe.early_cards.append(e)  # (or the next round's first card, dealt early)
-            shoe.early_as_burn = True
             return None
         if state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
             shoe.dealt += 1
@@ -861,42 +837,26 @@ class TableEngine:
         self.round += 1
         self._shoe.rounds += 1
         self._shoe.round_cards = 0
-        shoe = self._shoe
-        early, shoe.early_cards = shoe.early_cards, []
-        dealt_to = shoe.referee  # the reading where those cards are the round's
-        if early:  # read before the bets closed (flagged then): this round's first cards,
-            # or cards put aside before a round dealt afresh — both readings judged (the
-            # copy keeps what the referee carries from round to round: the shoe's holder).
-            # The one the deviation named leads: a card right after the burn was burned
-            aside = copy.copy(dealt_to)
-            aside.begin(self.round, e)
-            if shoe.early_as_burn:
-                shoe.referee, shoe.alt_referee = aside, dealt_to
-            else:
-                shoe.alt_referee = aside
-        shoe.early_as_burn = False
-        begun = dealt_to.begin(self.round, e)
-        for card in early:
-            begun += dealt_to.card(card)
-        if dealt_to is shoe.referee:
-            shoe.round_cards += len(early)
-            out.extend(begun)
+        out.extend(self._shoe.referee.begin(self.round, e))
+        early, self._shoe.early_cards = self._shoe.early_cards, []
+        for card in early:  # dealt before the bets closed (flagged then): this round's
+            self._shoe.round_cards += 1
+            out.extend(self._shoe.referee.card(card))
         if self._shoe.next_round_last:
             self._shoe.next_round_last = False
             return LAST_ROUND
         return ROUND
 
     def _on_action(self, e: Action, out: list[Output]) -> State | None:
-        out.extend(self._judged(lambda r: r.action(e.action)))
+        out.extend(self._shoe.referee.action(e.action))
         return None
 
     def _on_stub_count(self, e: StubCount, out: list[Output]) -> State | None:
-        out.extend(self._judged(lambda r: r.stub_count(e.count)))
+        out.extend(self._shoe.referee.stub_count(e.count))
         return None
 
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
-        ended = self._judged(lambda r: r.end())
-        self._shoe.alt_referee = None
+        ended = self._shoe.referee.end()
         out.extend(ended)
         after = self._after_round_end()
         shoe_over = after == SHOE_COMPLETE

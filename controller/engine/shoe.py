@@ -77,17 +77,11 @@ class Shoe:
     burn_pending: bool = False
     burn_just_finished: bool = False
     change_burn_pending: int = 0
-    #: cards read before this round's bets closed (``CARD_BEFORE_BETS_CLOSED``, or a burn
-    #: too long): perhaps the first cards of the round the next ``bets_closed`` opens —
-    #: else that round is judged short of them (a review found a draw rule, a dealer's
-    #: total or a stub count flagged after the slip). Dropped at any other step.
+    #: cards read before this round's bets closed (``CARD_BEFORE_BETS_CLOSED``, flagged
+    #: then): the first cards of the round the next ``bets_closed`` opens, given to its
+    #: referee there — or that round is judged short of them (a review found a draw rule,
+    #: a dealer's total or a stub count flagged after the slip). Dropped at any other step.
     early_cards: list[CardDrawn] = field(default_factory=list)
-    #: they came right after a complete burn (``BURN_COUNT``): read as burned first
-    early_as_burn: bool = False
-    #: the round as if those cards were not its own (a card drawn and put aside, the round
-    #: dealt afresh): judged beside ``referee`` until one reading raises a deviation the
-    #: other does not, which the round then follows (TableEngine._judged)
-    alt_referee: CardLedger | None = None
 
     def finish(self) -> None:
         """The last hand is over: the next shoe needs every step again; counts stay on view."""

@@ -100,7 +100,6 @@ class _Hand:
         self.refused = False
         self.stood = False
         self.done = False
-        self.missing_flagged = False  # HAND_CARD_MISSING raised already (play went on)
 
     @property
     def cards(self) -> list[Card]:
@@ -216,16 +215,9 @@ class BlackjackReferee(CardLedger):
             out += self._offer_answer(action)
         else:
             hand = self._in_play()
-            while hand is not None:
-                if self._ace_pending(hand) and not self._resplit_open(hand):
-                    hand.done = True  # no resplit possible: the action is the next hand's
-                elif hand.double_pending and self._open_after(hand):
-                    # another box's action: the dealer went on without the double's card
-                    # (with no hand after it, the action is this player's, refused below)
-                    out.append(self._card_missing(hand))
-                    hand.done = hand.missing_flagged = True
-                else:
-                    break
+            while (hand is not None and self._ace_pending(hand)
+                   and not self._resplit_open(hand)):
+                hand.done = True  # no resplit possible: the action is the next hand's
                 hand = self._in_play()
             if hand is None:
                 if action != "stand":  # a stand with no hand in play changes nothing
@@ -285,34 +277,25 @@ class BlackjackReferee(CardLedger):
         if self.peeked_blackjack:  # (the round ended before the players played)
             return out
         for hand in self._hands():
-            if hand.surrendered or hand.missing_flagged:
+            if hand.surrendered:
                 continue
-            if hand.double_pending or (hand.from_split and len(hand.cards) < 2):
-                out.append(self._card_missing(hand))
+            if hand.double_pending:
+                what = "its double's one card (000 §15)"
+            elif hand.from_split and len(hand.cards) < 2:
+                what = "its second card after the split (000 §14)"
+            else:
+                continue
+            name = self._name(hand)
+            out.append(self.make(
+                "HAND_CARD_MISSING", f"round {self.round_no}: {name} ended without {what}",
+                round=self.round_no, hand=name, cards=[str(c) for c in hand.cards],
+                missing="double" if hand.double_pending else "split"))
         return out
-
-    def _card_missing(self, hand: _Hand) -> Deviation:
-        """``HAND_CARD_MISSING`` for a hand owed a card: at round_end, or when an action
-        shows the dealer went on to the next hand while a double waited for its one card
-        (the action is then the next hand's: one deviation, not the next boxes' actions
-        refused on the doubled hand)."""
-        what = ("its double's one card (000 §15)" if hand.double_pending
-                else "its second card after the split (000 §14)")
-        name = self._name(hand)
-        return self.make(
-            "HAND_CARD_MISSING", f"round {self.round_no}: {name} ended without {what}",
-            round=self.round_no, hand=name, cards=[str(c) for c in hand.cards],
-            missing="double" if hand.double_pending else "split")
 
     # ------------------------------------------------------------------ hands and names
 
     def _hands(self) -> list[_Hand]:
         return [h for b in self.boxes for h in b.hands]
-
-    def _open_after(self, hand: _Hand) -> bool:
-        """Is a hand after ``hand`` still to play?"""
-        hands = self._hands()
-        return any(not h.done for h in hands[hands.index(hand) + 1:])
 
     def _in_play(self) -> _Hand | None:
         """The hand actions apply to: the first hand not finished."""
