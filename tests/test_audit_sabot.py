@@ -70,12 +70,26 @@ def test_k_is_a_setting_and_older_openings_do_not_count() -> None:
                              sabot_rotation_k=2)) == []
 
 
+def test_a_table_reopened_the_same_day_with_its_sabot_is_one_placement() -> None:
+    """Reopened the same day with the sabot it had: the same placement, not judged or
+    counted again (four openings of one day were flagged). A reopening with another
+    sabot, or the same sabot on the next days, counts as before."""
+    engine = TableEngine(PROFILE, sabot_history=_history("S-07", "S-07"))
+    assert _open(engine, day=DAYS[2]) == []  # the third opening in a row: K = 3 not reached
+    for _ in range(3):
+        engine.handle(parse_event({"type": "table_close", "t": f"{DAYS[2]}T18:00:00Z"}))
+        assert _open(engine, day=DAYS[2]) == []  # reopened that day: one placement
+    engine.handle(parse_event({"type": "table_close", "t": f"{DAYS[2]}T23:00:00Z"}))
+    (dev,) = _open(engine, day=DAYS[3])  # the next day: the fourth placement
+    assert dev.evidence["openings"] == [str(d) for d in DAYS[:3]]
+
+
 def test_openings_seen_by_the_engine_count_too() -> None:
     engine = TableEngine(PROFILE, sabot_history=_history("S-07", "S-07"))
-    assert _open(engine) == []
+    assert _open(engine, day=DAYS[2]) == []
     engine.handle(parse_event({"type": "table_close"}))
-    (dev,) = _open(engine)  # reopened the same day with the same sabot: the third time
-    assert dev.evidence["openings"][-1] == str(DAYS[-1])
+    (dev,) = _open(engine, day=DAYS[3])  # the next day, the same sabot: the fourth time
+    assert dev.evidence["openings"][-1] == str(DAYS[2])
 
 
 def test_bad_history_or_k_is_refused() -> None:
@@ -157,6 +171,27 @@ def test_report_does_not_flag_when_the_sabot_moved(tmp_path: Path) -> None:
         paths.append(write_day(root, day, name=PROFILE.name, seed=i, sabot=sabot))
     report = build_report([paths[-1]])
     assert not [d for d in report.days[0].deviations if d.code == "SABOT_ROTATION"]
+
+
+def test_report_counts_a_table_reopened_the_same_day_as_one_placement(tmp_path: Path) -> None:
+    """Two openings on the third day, both with the sabot of the two days before: the
+    second is the same placement as the first (not the fourth), as live."""
+    from test_audit_helpers import day_events
+
+    root = tmp_path / "logs"
+    for i, day in enumerate(DAYS[:2]):
+        write_day(root, day, name=PROFILE.name, seed=i)
+    twice = [*day_events(PROFILE, DAYS[2], table="T1", seed=2, sabot="S-07"),
+             *day_events(PROFILE, DAYS[2], table="T1", seed=3, sabot="S-07")]
+    path = write_day(root, DAYS[2], name=PROFILE.name, events=twice)
+    report = build_report([path])
+    assert len(report.days[0].openings) == 2
+    assert not [d for d in report.days[0].deviations if d.code == "SABOT_ROTATION"]
+    # the next day it is the fourth placement in a row
+    later = write_day(root, DAYS[3], name=PROFILE.name, seed=4)
+    (dev,) = [d for d in build_report([later]).days[0].deviations
+              if d.code == "SABOT_ROTATION"]
+    assert dev.evidence["openings"] == [str(d) for d in DAYS[:3]]
 
 
 def test_report_does_not_double_a_live_decision(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import random
 import re
 import tomllib
@@ -430,11 +431,35 @@ def test_two_tableaux_second_shoe_without_new_cards() -> None:
     mutated = drop(steps, first(steps, "new_pack_check"))
     r = run(name, events(mutated))
     (dev,) = only(r, "DECK_EXPIRED")
-    assert r.at("DECK_EXPIRED") == [first(mutated, "shuffle", shoe=2)]
+    # judged when the sequence's cards are loaded: a reshuffle never dealt from is none
+    assert r.at("DECK_EXPIRED") == [first(mutated, "shoe_loaded", shoe=2)]
     assert dev.evidence["lots"] == ["LOT-A"] and dev.evidence["shoe"] == 2
     # chemin de fer (same sabot, decks, end card, no burn) does not need new cards
     same = run("gr-chemin-de-fer", events(mutated))
     assert same.proc() == {}
+
+
+@pytest.mark.parametrize("variant", ["count without lots", "the day's lots at the opening",
+                                     "reshuffle before the closing count"])
+def test_two_tableaux_sequences_the_stream_does_not_name_are_not_judged(variant: str) -> None:
+    """New cards every sequence (001 §2) is judged on the lots the stream names for a
+    sequence. A new pack counted without lots, a table opened with all the day's lots
+    (each count naming its own), and a reshuffle before the closing count (never dealt
+    from) are correct days (a review's false alarms: DECK_EXPIRED, critical)."""
+    name = "gr-baccarat-two-tableaux"
+    steps = day(name)
+    i = first(steps, "new_pack_check")
+    if variant == "count without lots":
+        del steps[i].event["deck_lots"]
+    elif variant == "the day's lots at the opening":
+        opening = steps[first(steps, "table_open")].event
+        opening["deck_lots"] = [*opening["deck_lots"], *steps[i].event["deck_lots"]]
+    else:
+        closing = first(steps, "closing_check")
+        steps = insert(steps, closing, {"type": "shuffle",
+                                        "t": steps[closing].event.get("t")})
+    r = run(name, events(steps))
+    assert r.proc() == {}, [d.message for d in r.devs()]
 
 
 def test_two_tableaux_new_check_reusing_the_lot() -> None:
@@ -1290,10 +1315,14 @@ def test_sabot_rotation_k_is_a_setting(name: str) -> None:
 
 @pytest.mark.parametrize("name", SABOT_GAMES)
 def test_sabot_rotation_counts_the_days_this_engine_saw(name: str) -> None:
-    """Four correct days in a row on one engine, always sabot S-07: the fourth is flagged."""
+    """Four correct days in a row on one engine, always sabot S-07: the fourth is flagged.
+    (The simulator dates every day 2026-11-21: each is moved to a day of its own, its lots
+    with it — a table reopened the same day with its sabot is one placement.)"""
     r = Run.of(name)
     for n in range(4):
-        r.feed_all(events(day(name, n, shoes=1)))
+        evs = [json.loads(json.dumps(e).replace("2026-11-21", f"2026-11-{21 + n}"))
+               for e in events(day(name, n, shoes=1))]
+        r.feed_all(evs)
         assert r.state == "closed"
         assert r.proc() == ({"SABOT_ROTATION": 1} if n == 3 else {}), n
     assert r.at("SABOT_ROTATION") == [len(r.sent) - len(day(name, 3, shoes=1))]

@@ -97,11 +97,22 @@ def openings_in(paths: Iterable[str | os.PathLike[str]]) -> list[Opening]:
     return out
 
 
+def placements(history: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Openings as placements of a sabot: a table reopened the same day with the sabot it
+    had is the same placement, counted once (001 §3 is about where sabots are put)."""
+    out: list[dict[str, Any]] = []
+    for h in history:
+        if not (out and h["date"] is not None and out[-1] == h):
+            out.append(h)
+    return out
+
+
 def history_for(openings: Iterable[Opening], table: str, before: str,
                 k: int = DEFAULT_K) -> list[dict[str, Any]]:
-    """The table's last ``k`` openings dated before ``before`` (YYYY-MM-DD), oldest first."""
+    """The table's last ``k`` placements (:func:`placements`) dated before ``before``
+    (YYYY-MM-DD), oldest first."""
     rows = sorted(o for o in openings if o.table == table and o.date and o.date < before)
-    return [o.to_history() for o in rows[-k:]]
+    return placements(o.to_history() for o in rows)[-k:]
 
 
 def sabot_history(root: str | os.PathLike[str], table: str, before: dt.date,

@@ -55,7 +55,12 @@ def openings_from(history: Mapping[str, Sequence[Any]] | None) -> dict[str, list
 def check_sabot(past: list[Opening], k: int, e: TableOpen, open_date: dt.date | None,
                 make: DeviationFactory, out: list[Output]) -> None:
     """001 §3: the same sabot must not be put on the same table systematically. ``past`` is
-    the table's openings so far; this one is added to it."""
+    the table's openings so far; this one is added to it. A table reopened the same day
+    with the sabot it had is the same placement: neither judged nor counted again (four
+    openings of one day flagged a correct table: a review's false alarm)."""
+    today = open_date.isoformat() if open_date else None
+    if past and today is not None and past[-1] == (today, e.sabot):
+        return
     last = past[-k:]
     if e.sabot is not None and len(last) == k and all(s == e.sabot for _, s in last):
         dates = [d for d, _ in last]

@@ -245,6 +245,15 @@ class TableEngine:
         self.dealer: str | None = None
         self.lots: tuple[DeckLot, ...] = ()
         self.lots_used_before: set[str] = set()
+        #: new cards every sequence (001 §2), judged when a sequence is loaded
+        #: (_judge_sequence_lots): the lots the stream names for the next one (its pack's
+        #: count's, or the opening's single lot), whether a pack was counted since the last
+        #: load, whether the cards were withdrawn (players left: the same sequence goes on)
+        #: and the last sequence's lots
+        self._named_lots: tuple[DeckLot, ...] | None = None
+        self._counted_for_next = False
+        self._withdrawn = False
+        self._sequence_lots: tuple[DeckLot, ...] = ()
         self.checked_open = False
         self._counted = False  # a deck_check since the table opened (the late opening count)
         #: the kinds of event refused while the table was closed (after this day's close)
@@ -469,16 +478,6 @@ class TableEngine:
             self.screen.start_shoe(self.shoe, self.decks)
         except Exception as exc:  # (a fault in the screen: _screen_failed)
             self._screen_failed(exc, out)
-        if self.profile.deck_lifecycle.new_cards_every_shoe and self.lots:
-            reused = sorted(lot.id for lot in self.lots if lot.id in self.lots_used_before)
-            if reused:
-                out.append(self._make(
-                    "DECK_EXPIRED",
-                    f"lot(s) {', '.join(reused)} already used in an earlier sequence; every "
-                    f"sequence needs new cards",
-                    lots=reused, shoe=self.shoe,
-                ))
-            self.lots_used_before.update(lot.id for lot in self.lots)
 
     def _catch_up(self, out: list[Output], through: str) -> None:
         """Flag, once each, every mandatory step skipped before ``through``.
@@ -515,7 +514,36 @@ class TableEngine:
         if self._shoe.burn_pending:
             self._burn_short(out)
 
+    def _judge_sequence_lots(self, out: list[Output]) -> None:
+        """New cards every sequence (001 §2; two tableaux), judged when a sequence's cards
+        are loaded — a reshuffle never dealt from (before the close) is no sequence. Its
+        lots: those the stream names for it (its pack's count's, or the opening's single
+        lot); with none named, the last sequence's where no pack was counted since and
+        the cards were not withdrawn (players left: the sequence goes on after the
+        restart). A pack counted without lots, or a table opened with the day's several
+        lots and no count naming one, is not judged: the stream does not say (judging
+        the lots named before flagged correct days: a review's false alarms)."""
+        named, self._named_lots = self._named_lots, None
+        counted, self._counted_for_next = self._counted_for_next, False
+        withdrawn, self._withdrawn = self._withdrawn, False
+        if not self.profile.deck_lifecycle.new_cards_every_shoe:
+            return
+        lots = named or (None if counted or withdrawn else self._sequence_lots)
+        if not lots:
+            return
+        reused = sorted(lot.id for lot in lots if lot.id in self.lots_used_before)
+        if reused:
+            out.append(self._make(
+                "DECK_EXPIRED",
+                f"lot(s) {', '.join(reused)} already used in an earlier sequence; every "
+                f"sequence needs new cards",
+                lots=reused, shoe=self.shoe,
+            ))
+        self.lots_used_before.update(lot.id for lot in lots)
+        self._sequence_lots = lots
+
     def _load(self, out: list[Output], implied: bool = False) -> None:
+        self._judge_sequence_lots(out)
         self._shoe.loaded = True
         self._shoe.in_shoe = self._shoe.pack_size
         self._shoe.in_holder = 0
@@ -568,6 +596,8 @@ class TableEngine:
                                   decks=e.decks, min=d.min, max=d.max))
         if e.deck_lots:
             self.lots = e.deck_lots
+            if len(e.deck_lots) == 1:  # (several: the day's stock, not one sequence's)
+                self._named_lots = e.deck_lots
             judge_lots(self.profile, e.deck_lots, self.open_date, self._make, out,
                        self._paper_closed)
         return OPENING_CHECK if self.profile.inspection.opening_check else SHUFFLE
@@ -580,8 +610,9 @@ class TableEngine:
                         and self.shoe <= 1 and self.round == 0
                         and self.state not in (OPENING_CHECK, SHUFFLE))
         self._counted = True
+        self._counted_for_next = True
         if e.deck_lots is not None:
-            self.lots = e.deck_lots
+            self.lots = self._named_lots = e.deck_lots
             self._judge_new_lots(e, out)
         if late_opening:
             out.append(Note("late_opening_count", "the pack was counted after the shuffle, "
@@ -941,6 +972,7 @@ class TableEngine:
         out.append(Note("players_left", "no players: cards withdrawn and stacked",
                         {"shoe": self.shoe, "rounds_in_shoe": self._shoe.rounds}))
         self._end_shoe()
+        self._withdrawn = True
         return SUSPENDED
 
     def _on_card_replaced(self, e: CardReplaced, out: list[Output]) -> State | None:

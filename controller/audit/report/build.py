@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from controller.audit.anchors import Anchor
-from controller.audit.history import Opening, history_for, openings_in
+from controller.audit.history import Opening, history_for, openings_in, placements
 from controller.audit.records import LogReader, Meter
 from controller.audit.report.model import DayReport, DevRow, Entry, Report
 from controller.audit.report.timeline import DayBuilder
@@ -44,8 +44,11 @@ def _sabot_rotation(days: list[DayReport], openings: list[Opening]) -> None:
             earlier = [o for o in openings if o.table == day.table and o.date < day.date]
             same_day = [o for o in openings if o.table == day.table and o.date == day.date
                         and o.seq < (seq or 0)]
-            history = history_for(earlier, day.table, day.date, day.sabot_k)
-            history += [o.to_history() for o in sorted(same_day)]
+            today = [o.to_history() for o in sorted(same_day)]
+            if today and today[-1]["sabot"] == sabot:
+                continue  # reopened the same day with its sabot: the same placement
+            history = placements(history_for(earlier, day.table, day.date, day.sabot_k)
+                                 + today)
             last = history[-day.sabot_k:]
             if len(last) < day.sabot_k or any(h["sabot"] != sabot for h in last):
                 continue
