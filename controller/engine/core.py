@@ -25,6 +25,7 @@ moves on, so one mistake yields one deviation, not a cascade.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import functools
 from collections import Counter
@@ -98,7 +99,7 @@ from controller.events import (
 )
 from controller.outputs import Note, Output, Prompt, Transition
 from controller.profiles import Profile, ShuffleScreenRule
-from controller.rounds import referee_for
+from controller.rounds import CardLedger, referee_for
 from controller.screening import Finding, ScreenSettings, ShuffleScreen
 from controller.validation import printable
 
@@ -155,6 +156,7 @@ class TableEngine:
         self.profile = profile
         self.sabot_rotation_k = sabot_rotation_k
         self._openings = openings_from(sabot_history)
+        self._orphaned: list[Output] = []  # (see _end_shoe)
         #: paper lots (id, first use) in play when a table closed (destroyed then: 000 §1,
         #: 001 BP §1, 003 §1), where the profile's ``paper_until_close`` says so
         self._paper_closed: set[tuple[str, dt.date]] = set()
@@ -268,7 +270,11 @@ class TableEngine:
         self._shoe.finish()
 
     def _end_shoe(self) -> None:
-        """Forget everything about the current shoe (shoe finished, withdrawn or closed)."""
+        """Forget everything about the current shoe (shoe finished, withdrawn or closed)
+        — but what its round's referee said while a round judged both ways was open
+        (``Shoe.held``: it comes out with this event's outputs, :meth:`handle`)."""
+        if getattr(self, "_shoe", None) is not None and self._shoe.aside is not None:
+            self._orphaned.extend(self._shoe.held)
         self._shoe = Shoe(self.decks * 52,
                           referee_for(self.profile, self._make, self.decks * 52))
 
@@ -298,6 +304,8 @@ class TableEngine:
             self._shoe.early_cards = []  # (no round opened after them: they were its own)
         out = (self._handle_under_fault(event) if state == _DEVICE_FAULT
                else self._dispatch(event))
+        if self._orphaned:  # (a round judged both ways, left without its end)
+            out[:0], self._orphaned = self._orphaned, []
         state = self._state
         procedure = self._resume if state == _DEVICE_FAULT and self._resume else state
         out, self._episode = resync(out, episode, event.type, procedure)
@@ -428,6 +436,43 @@ class TableEngine:
             out.append(Transition(before, self._state, event.type))
             out.append(self.prompt())
         return out
+
+    def _referee_says(self, call: Callable[[CardLedger], list[Output]],
+                      early: bool = False) -> list[Output]:
+        """A step of the round, judged by its referee. In a round opened by cards read
+        before its bets closed, both readings judge it (``Shoe.aside``: those cards set
+        aside; ``early``: a step of those cards, which that reading does not take) and
+        what they say waits for the round's end (:meth:`_round_ended`) — the cards say
+        which reading is true only as the round goes on, and a reading chosen at the
+        first step the other flags hid real slips later in the round (a review)."""
+        shoe = self._shoe
+        out = call(shoe.referee)
+        if shoe.aside is None:
+            return out
+        shoe.held.extend(out)
+        if not early:
+            shoe.held_aside.extend(call(shoe.aside))
+        return []
+
+    def _round_ended(self) -> list[Output]:
+        """The referee's ``end``; in a round judged both ways, the reading with fewer
+        deviations (the round's own cards where they tie) goes on, and what it said during
+        the round comes out now."""
+        shoe = self._shoe
+        ended = shoe.referee.end()
+        if shoe.aside is None:
+            return ended
+        aside_ended = shoe.aside.end()
+        mine = [*shoe.held, *ended]
+        theirs = [*shoe.held_aside, *aside_ended]
+
+        def count(outs: list[Output]) -> int:
+            return sum(isinstance(o, Deviation) for o in outs)
+
+        if count(theirs) < count(mine):
+            shoe.referee, mine = shoe.aside, theirs
+        shoe.aside, shoe.held, shoe.held_aside = None, [], []
+        return mine
 
     # ------------------------------------------------------------------ deviations
 
@@ -768,7 +813,7 @@ class TableEngine:
         if state in (ROUND, LAST_ROUND):
             shoe.dealt += 1
             shoe.round_cards += 1
-            out.extend(shoe.referee.card(e))
+            out.extend(self._referee_says(lambda r: r.card(e)))
             return None
         if state == READY and shoe.burn_just_finished:
             shoe.burned += 1  # (the holder may keep it with the burns: it may be a round's)
@@ -868,26 +913,32 @@ class TableEngine:
         self.round += 1
         self._shoe.rounds += 1
         self._shoe.round_cards = 0
-        out.extend(self._shoe.referee.begin(self.round, e))
-        early, self._shoe.early_cards = self._shoe.early_cards, []
-        for card in early:  # dealt before the bets closed (flagged then): this round's
-            self._shoe.round_cards += 1
-            out.extend(self._shoe.referee.card(card))
+        shoe = self._shoe
+        early, shoe.early_cards = shoe.early_cards, []
+        if early:  # read before the bets closed (flagged then): the round's first cards, or
+            # cards drawn and set aside before it was dealt afresh — both judged (a copy:
+            # it keeps what the referee carries from round to round, the shoe's holder)
+            shoe.aside = copy.copy(shoe.referee)
+            shoe.held_aside = list(shoe.aside.begin(self.round, e))
+        out.extend(shoe.referee.begin(self.round, e))
+        for card in early:
+            shoe.round_cards += 1
+            out.extend(self._referee_says(lambda r: r.card(card), early=True))  # noqa: B023
         if self._shoe.next_round_last:
             self._shoe.next_round_last = False
             return LAST_ROUND
         return ROUND
 
     def _on_action(self, e: Action, out: list[Output]) -> State | None:
-        out.extend(self._shoe.referee.action(e.action))
+        out.extend(self._referee_says(lambda r: r.action(e.action)))
         return None
 
     def _on_stub_count(self, e: StubCount, out: list[Output]) -> State | None:
-        out.extend(self._shoe.referee.stub_count(e.count))
+        out.extend(self._referee_says(lambda r: r.stub_count(e.count)))
         return None
 
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
-        ended = self._shoe.referee.end()
+        ended = self._round_ended()
         out.extend(ended)
         after = self._after_round_end()
         shoe_over = after == SHOE_COMPLETE

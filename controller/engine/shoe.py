@@ -82,6 +82,13 @@ class Shoe:
     #: referee there — or that round is judged short of them (a review found a draw rule,
     #: a dealer's total or a stub count flagged after the slip). Dropped at any other step.
     early_cards: list[CardDrawn] = field(default_factory=list)
+    #: the round those cards opened, as if they were not its own (drawn and set aside, the
+    #: round dealt afresh): judged beside ``referee`` to the round's end, which takes the
+    #: reading with fewer deviations (TableEngine._referee_says); until then the round's
+    #: own outputs wait in ``held`` (``referee``'s) and ``held_aside`` (this one's)
+    aside: CardLedger | None = None
+    held: list[Any] = field(default_factory=list)
+    held_aside: list[Any] = field(default_factory=list)
 
     def finish(self) -> None:
         """The last hand is over: the next shoe needs every step again; counts stay on view."""
