@@ -813,7 +813,8 @@ class TableEngine:
         if state in (ROUND, LAST_ROUND):
             shoe.dealt += 1
             shoe.round_cards += 1
-            out.extend(self._referee_says(lambda r: r.card(e)))
+            out.extend(shoe.referee.card(e) if shoe.aside is None  # (the card path)
+                       else self._referee_says(lambda r: r.card(e)))
             return None
         if state == READY and shoe.burn_just_finished:
             shoe.burned += 1  # (the holder may keep it with the burns: it may be a round's)
