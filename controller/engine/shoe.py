@@ -84,7 +84,7 @@ class Shoe:
     early_cards: list[CardDrawn] = field(default_factory=list)
     #: the round those cards opened, as if they were not its own (drawn and set aside, the
     #: round dealt afresh): judged beside ``referee`` to the round's end, which takes the
-    #: reading with fewer deviations (TableEngine._referee_says); until then the round's
+    #: reading with fewer deviations (TableEngine._round_ended); until then the round's
     #: own outputs wait in ``held`` (``referee``'s) and ``held_aside`` (this one's)
     aside: CardLedger | None = None
     held: list[Any] = field(default_factory=list)

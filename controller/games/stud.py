@@ -94,8 +94,8 @@ class StudReferee(CardLedger):
         self.stubs.append(count)
         self.stub_at = read = len(self.drawn)
         players, how = self._players()
+        pack = self.pack
         if players is not None:
-            pack = self.pack
             expected = expected_stub(players, pack)
             if count != expected:
                 dealt = pack - count
@@ -109,22 +109,21 @@ class StudReferee(CardLedger):
                     f"player(s) + dealer): {what} (003 §4)",
                     check="stub", count=count, expected=expected, players=players,
                     players_from=how, cards_read=read))
-        elif not any(expected_stub(p, self.pack) == count
-                     for p in range(1, self.pack // HAND_SIZE)):
+        elif not any(expected_stub(p, pack) == count for p in range(1, pack // HAND_SIZE)):
             out.append(self.make(
                 "DEAL_COUNT",
                 f"stub counted {count}: no number of players leaves that many cards "
-                f"({self.pack} − 5 × (players + dealer)) (003 §4)",
+                f"({pack} − 5 × (players + dealer)) (003 §4)",
                 check="stub", count=count, expected=None, players=None, players_from=None,
                 cards_read=read))
-        elif read and read + count != self.pack:
-            # the players are not known, but the cards read were dealt from the one deck
-            # (003 §1): what is left of it is 52 less them
+        elif read and read + count != pack:
+            # the players are not known, but the cards read were dealt from the pack (one
+            # deck, 003 §1): what is left of it is the pack less them
             out.append(self.make(
                 "DEAL_COUNT",
                 f"stub counted {count} after {read} card(s) read: {read + count}, not the "
-                f"deck's {self.pack} (003 §4)",
-                check="stub", count=count, expected=self.pack - read, players=None,
+                f"deck's {pack} (003 §4)",
+                check="stub", count=count, expected=pack - read, players=None,
                 players_from=None, cards_read=read))
         self.stub_flagged = self.stub_flagged or any(
             isinstance(o, Deviation) and o.code == "DEAL_COUNT" for o in out)
