@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from controller.cards import Card, pack
 from controller.engine import TableEngine
-from controller.engine.core import screen_settings
+from controller.engine.day import screen_settings
 from controller.events import parse_event
 from controller.outputs import Note
 from controller.profiles import Profile

@@ -7,7 +7,12 @@ The modules follow a card through the engine:
 - :mod:`~controller.engine.graph` — which states a profile's table has, where each event
   may move it, the ``transitions`` machine built from that, and :func:`mermaid_chart`;
 - :mod:`~controller.engine.core` — :class:`TableEngine`: ``handle`` looks the event up in
-  the graph and runs its ``_on_<type>`` handler;
+  the graph and runs its ``_on_<type>`` handler, from the layers below it:
+  :mod:`~controller.engine.day` (the table day's state, the public view, how a deviation
+  is made), :mod:`~controller.engine.preparation` (open, count, shuffle, cut, cut card,
+  load, burn, close), :mod:`~controller.engine.dealing` (the rounds: cards, bets, actions,
+  round end, the cut card out, discards returned, dealer change, players leaving) and
+  :mod:`~controller.engine.device_events` (device faults and reports);
 - :mod:`~controller.engine.shoe` — the current shoe's card accounting (:class:`Shoe`,
   :class:`Accounting`): a new shoe is a new object;
 - :mod:`~controller.engine.checks` — the per-step checks (deck composition, lots, sabot

@@ -22,10 +22,10 @@ from controller.engine.states import (
 )
 
 if TYPE_CHECKING:
-    from controller.engine.core import TableEngine
+    from controller.engine.day import DayState
 
 
-def prompt_text(engine: TableEngine) -> str:
+def prompt_text(engine: DayState) -> str:
     """What the dealer does next, in ``engine``'s current state."""
     p = engine.profile
     s = engine.state

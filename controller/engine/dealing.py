@@ -1,0 +1,377 @@
+"""The rounds (:class:`Dealing`): every card that leaves the shoe (its accounting, the
+shuffle screen's batch, the round's referee), the bets closing, the players' actions, the
+stub count, the round's end, the cut card coming out (the last hand), the discards going
+back into a shuffler, a dealer change, players leaving, a damaged card replaced
+(PROCEDURES §2 steps 9–14). A round opened by cards read before its bets closed is judged
+both ways until its end (:meth:`_referee_says`, :meth:`_round_ended`)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+
+from controller.cards import burn_value, parse_card
+from controller.deviations import Deviation
+from controller.engine.checks import check_cut_card_window
+from controller.engine.day import Refused
+from controller.engine.preparation import Preparation
+from controller.engine.states import (
+    BURN,
+    LAST_ROUND,
+    LOAD,
+    READY,
+    RETURN_DISCARDS,
+    ROUND,
+    SHOE_COMPLETE,
+    SUSPENDED,
+    State,
+)
+from controller.events import (
+    Action,
+    BetsClosed,
+    CardDrawn,
+    CardReplaced,
+    CutCardSeen,
+    DealerChange,
+    DiscardsReturned,
+    PlayersLeft,
+    RoundEnd,
+    StubCount,
+)
+from controller.outputs import Note, Output
+from controller.rounds import CardLedger
+
+
+class Dealing(Preparation):
+    """The rounds of a shoe (module docstring)."""
+
+    def _referee_says(self, call: Callable[[CardLedger], list[Output]],
+                      early: bool = False) -> list[Output]:
+        """A step of the round, judged by its referee. In a round opened by cards read
+        before its bets closed, both readings judge it (``Shoe.aside``: those cards set
+        aside; ``early``: a step of those cards, which that reading does not take) and
+        what they say waits for the round's end (:meth:`_round_ended`) — the cards say
+        which reading is true only as the round goes on, and a reading chosen at the
+        first step the other flags hid real slips later in the round (a review)."""
+        shoe = self._shoe
+        out = call(shoe.referee)
+        if shoe.aside is None:
+            return out
+        shoe.held.extend(out)
+        if not early:
+            shoe.held_aside.extend(call(shoe.aside))
+        return []
+
+    def _round_ended(self) -> list[Output]:
+        """The referee's ``end``; in a round judged both ways, the reading with fewer
+        deviations (the round's own cards where they tie) goes on, and what it said during
+        the round comes out now."""
+        shoe = self._shoe
+        ended = shoe.referee.end()
+        if shoe.aside is None:
+            return ended
+        aside_ended = shoe.aside.end()
+        mine = [*shoe.held, *ended]
+        theirs = [*shoe.held_aside, *aside_ended]
+
+        def count(outs: list[Output]) -> int:
+            return sum(isinstance(o, Deviation) for o in outs)
+
+        if count(theirs) < count(mine):
+            shoe.referee, mine = shoe.aside, theirs
+        shoe.aside, shoe.held, shoe.held_aside = None, [], []
+        return mine
+
+    def _on_card(self, e: CardDrawn, out: list[Output]) -> State | None:
+        state = self._state
+        if state == LOAD:  # no shoe_loaded came: the stack is in the shoe (load_implied)
+            self._catch_up(out, "shoe_loaded")
+            self._load(out, implied=True)
+            self._state = state = (BURN if self._shoe.burn_pending else READY).value
+            return self._on_card(e, out) or State(state)
+        shoe = self._shoe
+        if shoe.in_shoe <= shoe.implied_at and not shoe.cut_card_out and state in (
+                ROUND, READY):
+            return self._card_behind_cut_card(e, out)
+        card = e.card
+        # Every card that left the shoe: accounting and the duplicate check.
+        seen = shoe.seen
+        times = seen[card] + 1  # (a card's hash is a Python call: taken twice, not thrice)
+        seen[card] = times
+        shoe.out_since_return += 1
+        if shoe.in_shoe > 0:
+            shoe.in_shoe -= 1
+        decks = self.decks
+        if times > decks:
+            scope = ("since the discards last went back" if self.profile.shuffler_mode
+                     else "in this shoe")
+            out.append(self._make(
+                "CARD_DUPLICATE",
+                f"{card} seen {times} times {scope}; {decks} deck(s) hold "
+                f"{decks}: a foreign card is in play",
+                card=str(card), seen=times, decks=decks))
+        screen = self._screen
+        if screen is not None:  # ShuffleScreen.card, in line (the screen's cost per card)
+            pending = screen.pending
+            pending.append(card)
+            if len(pending) >= screen.due:
+                try:
+                    finding = screen.flush()
+                    if finding is not None:
+                        out.append(self._suspect(finding))
+                except Exception as exc:  # (a fault in the screen: _screen_failed)
+                    self._screen_failed(exc, out)
+        if state == BURN:
+            shoe.burned += 1
+            shoe.burned_since_return += 1
+            shoe.burn_done += 1
+            if shoe.burn_due is None:
+                shoe.burn_due = burn_value(card, self.profile.burn.ten_value)
+                out.append(Note("burn_by_value", f"{card} drawn: burn {shoe.burn_due} "
+                                "card(s), this one included",
+                                {"card": str(card), "burn": shoe.burn_due}))
+            if shoe.burn_done >= shoe.burn_due:
+                shoe.burn_pending = False
+                shoe.burn_just_finished = True
+                return READY
+            return None
+        if state == LAST_ROUND and shoe.void_round:
+            shoe.dealt += 1
+            out.append(self._make(
+                "PLAY_AFTER_LAST_HAND", f"{card} dealt after the end card showed: no further "
+                "round may be played", card=str(card), round=self.round))
+            return None
+        if state in (ROUND, LAST_ROUND):
+            shoe.dealt += 1
+            shoe.round_cards += 1
+            out.extend(shoe.referee.card(e) if shoe.aside is None  # (the card path)
+                       else self._referee_says(lambda r: r.card(e)))
+            return None
+        if state == READY and shoe.burn_just_finished:
+            shoe.burned += 1  # (the holder may keep it with the burns: it may be a round's)
+            shoe.extra_since_return += 1
+            out.append(self._make(
+                "BURN_COUNT", f"{card} burned after the burn was complete: "
+                f"{shoe.burn_done + 1} burned, {shoe.burn_due} required",
+                burned=shoe.burn_done + 1, required=shoe.burn_due, card=str(card),
+                reason=shoe.burn_reason, mode=self._burn_mode_name()))
+            shoe.burn_done += 1
+            return None
+        if state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
+            shoe.dealt += 1
+            out.append(self._make(
+                "PLAY_AFTER_LAST_HAND", f"{card} drawn after the last hand, before a "
+                "reshuffle", card=str(card)))
+            return None
+        shoe.dealt += 1
+        if not self.profile.dealing.bets_close_before_cards:
+            return None
+        out.append(self._make(
+            "CARD_BEFORE_BETS_CLOSED", f"{card} drawn before bets were closed",
+            card=str(card), state=state))
+        if state == READY:
+            shoe.early_cards.append(e)  # (the next round's first card: _on_bets_closed)
+        return None
+
+    def _card_behind_cut_card(self, e: CardDrawn, out: list[Output]) -> State | None:
+        """A card read from behind the cut card's place (past both the place declared and
+        the rule's lowest, by more than a card), and no cut card read: the cut card
+        came out unread (or the reading was lost). It is taken as having come out before
+        this card — a note, no deviation: a dealer who finishes the round and reshuffles
+        did what the rule asks (PROCEDURES §2.10), and one who plays on is judged as
+        after any cut card (``PLAY_AFTER_LAST_HAND``). Without this, dealing past the cut
+        card with no reading was never judged (a review's mutation sweep)."""
+        shoe = self._shoe
+        out.append(Note("cut_card_implied", f"{e.card} read with {shoe.in_shoe} card(s) "
+                        f"left, from behind the cut card's place ({shoe.declared_behind} "
+                        "behind it), and no cut card read: it is taken as having come out "
+                        "before this card", {"card": str(e.card), "left": shoe.in_shoe,
+                                             "declared_behind": shoe.declared_behind}))
+        moved = self._on_cut_card(CutCardSeen(t=e.t), out, measured=False)
+        if moved is not None:
+            self._state = moved.value
+        return self._on_card(e, out) or moved
+
+    def _on_cut_card(self, e: CutCardSeen, out: list[Output], measured: bool = True
+                     ) -> State | None:
+        if not self.profile.has_cut_card:
+            out.append(self._make("CUT_CARD_UNEXPECTED",
+                                  "the reader saw a cut card; this game uses none",
+                                  event="cut_card"))
+            return None
+        if self._shoe.cut_card_out:
+            raise Refused("the cut card already came out in this shoe")
+        self._shoe.cut_card_out = True
+        if measured:  # (where it came out, when a reader saw it)
+            check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
+                                  out)
+        no_round = self.profile.cut_card.first_card_of_round == "no-round"
+        if self.state == ROUND:
+            if self._shoe.round_cards == 0 and no_round:
+                self._shoe.void_round = True
+                out.append(Note("last_hand", "cut card before the first card: no further "
+                                "round; this round is not dealt", {"round": self.round}))
+                return LAST_ROUND
+            out.append(Note("last_hand", f"cut card out: round {self.round} is the last "
+                            "hand of the shoe", {"round": self.round}))
+            return LAST_ROUND
+        if no_round:
+            out.append(Note("last_hand", "cut card out: no further round in this shoe", {}))
+            self._finish_shoe()
+            return SHOE_COMPLETE
+        self._shoe.next_round_last = True
+        out.append(Note("last_hand", "cut card out: the next round is the last hand", {}))
+        return None
+
+    def _on_bets_closed(self, e: BetsClosed, out: list[Output]) -> State | None:
+        state = self.state
+        self._shoe.burn_just_finished = False
+        if state == BURN:
+            self._burn_short(out)
+        elif state == RETURN_DISCARDS:
+            out.append(self._make(
+                "DISCARDS_NOT_RETURNED",
+                f"round started before the {self._shoe.out_since_return} card(s) of the last round "
+                "went back into the shuffler", outstanding=self._shoe.out_since_return,
+                returned=None))
+        elif state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
+            out.append(self._make(
+                "PLAY_AFTER_LAST_HAND",
+                "a new round after the last hand of the shoe, before a reshuffle",
+                shoe=self.shoe, rounds_in_shoe=self._shoe.rounds))
+            self._shoe.after_last = True
+        else:
+            self._catch_up(out, "play")
+        self.round += 1
+        self._shoe.rounds += 1
+        self._shoe.round_cards = 0
+        shoe = self._shoe
+        early, shoe.early_cards = shoe.early_cards, []
+        if early:  # read before the bets closed (flagged then): the round's first cards, or
+            # cards drawn and set aside before it was dealt afresh — both judged (a copy:
+            # it keeps what the referee carries from round to round, the shoe's holder)
+            shoe.aside = copy.copy(shoe.referee)
+            shoe.held_aside = list(shoe.aside.begin(self.round, e))
+        out.extend(shoe.referee.begin(self.round, e))
+        for card in early:
+            shoe.round_cards += 1
+            out.extend(self._referee_says(lambda r: r.card(card), early=True))  # noqa: B023
+        if self._shoe.next_round_last:
+            self._shoe.next_round_last = False
+            return LAST_ROUND
+        return ROUND
+
+    def _on_action(self, e: Action, out: list[Output]) -> State | None:
+        out.extend(self._referee_says(lambda r: r.action(e.action)))
+        return None
+
+    def _on_stub_count(self, e: StubCount, out: list[Output]) -> State | None:
+        out.extend(self._referee_says(lambda r: r.stub_count(e.count)))
+        return None
+
+    def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
+        ended = self._round_ended()
+        out.extend(ended)
+        after = self._after_round_end()
+        shoe_over = after == SHOE_COMPLETE
+        if self._screen_ok:
+            try:
+                self.screen.round_end(_hands_of(ended) if self._hand_piles else None)
+                if shoe_over:
+                    finding = self.screen.end_shoe()  # the shoe's last cards are judged now
+                    if finding is not None:
+                        out.append(self._suspect(finding))
+            except Exception as exc:  # (a fault in the screen: _screen_failed)
+                self._screen_failed(exc, out)
+        if shoe_over:
+            self._shoe.after_last = False
+            self._finish_shoe()
+        elif after == BURN:
+            self._start_burn(out, "dealer_change", "count", self._shoe.change_burn_pending)
+            self._shoe.change_burn_pending = 0
+        return after
+
+    def _after_round_end(self) -> State:
+        """Where the round's end leads from here: the finished shoe (its last hand, a round
+        played after it, or a game that shuffles every round), the return of the discards
+        (a shuffler), the burn a dealer change owes (004 §3.8), or the next round's bets."""
+        if (self._state == LAST_ROUND or self._shoe.after_last
+                or self.profile.shuffle.every_round):
+            return SHOE_COMPLETE
+        if self.profile.shuffler_mode and self.profile.shuffler.discards_every_round:
+            return RETURN_DISCARDS
+        if self._shoe.change_burn_pending:
+            return BURN
+        return READY
+
+    def _on_discards_returned(self, e: DiscardsReturned, out: list[Output]) -> State | None:
+        shoe = self._shoe
+        out_now = shoe.out_since_return
+        kept = shoe.kept_out(self.profile.shuffler.burns_returned)
+        expected = shoe.to_return(self.profile.shuffler.burns_returned)
+        # a card burned too many (BURN_COUNT already) stays with the burns where they stay
+        # in the holder (001 BP §20δ(3)), or goes back as the round's card it may have been
+        extra = shoe.extra_since_return if kept else 0
+        if e.count not in (expected, out_now, expected - extra):
+            # (the burns too: early, but no card lost)
+            held = f" ({kept} burned card(s) stay in the discard holder)" if kept else ""
+            out.append(self._make(
+                "DISCARDS_NOT_RETURNED",
+                f"{e.count} card(s) went back into the shuffler; {expected} were out{held}",
+                returned=e.count, outstanding=expected))
+        shoe.out_since_return = 0
+        shoe.burned_since_return = 0
+        shoe.extra_since_return = 0
+        shoe.seen.clear()
+        if e.count == expected:
+            shoe.in_holder += kept
+        elif e.count == expected - extra:
+            shoe.in_holder += kept + extra
+        shoe.in_shoe = shoe.pack_size - shoe.in_holder
+        if self._shoe.change_burn_pending:
+            self._start_burn(out, "dealer_change", "count", self._shoe.change_burn_pending)
+            self._shoe.change_burn_pending = 0
+            return BURN
+        return READY if self.state != READY else None
+
+    def _on_dealer_change(self, e: DealerChange, out: list[Output]) -> State | None:
+        previous, self.dealer = self.dealer, e.dealer
+        n = self.profile.burn.on_dealer_change
+        out.append(Note("dealer_change", f"dealer {e.dealer} takes over",
+                        {"dealer": e.dealer, "previous": previous, "burn": n}))
+        if not n or not self._shoe.loaded:
+            return None  # before the shoe is loaded the start-of-shoe burn covers it
+        if self.state == READY:
+            self._shoe.burn_just_finished = False
+            self._start_burn(out, "dealer_change", "count", n)
+            return BURN
+        if self.state == BURN and self._shoe.burn_due is not None:
+            self._shoe.burn_due += n
+            return None
+        self._shoe.change_burn_pending = n
+        return None
+
+    def _on_players_left(self, e: PlayersLeft, out: list[Output]) -> State | None:
+        out.append(Note("players_left", "no players: cards withdrawn and stacked",
+                        {"shoe": self.shoe, "rounds_in_shoe": self._shoe.rounds}))
+        self._end_shoe()
+        self._withdrawn = True
+        return SUSPENDED
+
+    def _on_card_replaced(self, e: CardReplaced, out: list[Output]) -> State | None:
+        out.append(Note("card_replaced", f"damaged {e.card} replaced from a new deck",
+                        {"card": str(e.card)}))
+        return None
+
+
+def _hands_of(ended: Sequence[Output]) -> list[tuple[int, object]] | None:
+    """The round's cards as (face, hand) in the order dealt, from the referee's round note
+    (the shuffle screen's hand piles); None when the referee placed none."""
+    for o in ended:
+        if isinstance(o, Note) and o.kind == "round":
+            cards = o.data.get("cards") or ()
+            try:
+                return [(parse_card(str(c["card"])).deck_index, c.get("to")) for c in cards]
+            except (KeyError, TypeError, ValueError):
+                return None
+    return None

@@ -1,0 +1,300 @@
+"""The table's steps around play (:class:`Preparation`): the opening, the count of the
+pack, the shuffle, the cut, the cut card's place, the load and the burn (PROCEDURES §2
+steps 1–8), the close; and the steps a later one shows were skipped (:meth:`_catch_up`:
+each flagged once, where the procedure moves on)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from controller.deviations import Deviation
+from controller.engine.checks import (
+    check_composition,
+    check_cut,
+    check_cut_card_window,
+    check_sabot,
+    judge_lots,
+)
+from controller.engine.day import DayState, Refused
+from controller.engine.states import (
+    BURN,
+    CLOSED,
+    CLOSING_CHECK,
+    CUT,
+    CUT_CARD,
+    LOAD,
+    OPENING_CHECK,
+    READY,
+    RETURN_DISCARDS,
+    SHOE_COMPLETE,
+    SHUFFLE,
+    SUSPENDED,
+    State,
+)
+from controller.events import (
+    Cut,
+    CutCardPlaced,
+    DeckCheck,
+    ShoeLoaded,
+    Shuffle,
+    TableClose,
+    TableOpen,
+)
+from controller.outputs import Note, Output
+
+
+class Preparation(DayState):
+    """The preparation of a shoe and the table's opening and close (module docstring)."""
+
+
+    def _begin_shoe(self, out: list[Output]) -> None:
+        """A new shoe cycle starts (first shuffle, or a later step standing in for it)."""
+        if self._shoe.active:
+            return
+        self._end_shoe()
+        self._shoe.active = True
+        self.shoe += 1
+        self.checked_since_shoe = False
+        self._screen_ok = True
+        self._screen = self.screen if self.profile.shuffle_screen.enabled else None
+        try:
+            self.screen.start_shoe(self.shoe, self.decks)
+        except Exception as exc:  # (a fault in the screen: _screen_failed)
+            self._screen_failed(exc, out)
+
+    def _catch_up(self, out: list[Output], through: str) -> None:
+        """Flag, once each, every mandatory step skipped before ``through``.
+
+        ``through`` is ``"shoe_loaded"`` (flags up to the cut card; the caller loads)
+        or ``"play"`` (also implies the load and flags an unfinished burn).
+        """
+        p = self.profile
+        what = "stack loaded" if through == "shoe_loaded" else "cards dealt"
+        if p.inspection.opening_check and not self.checked_open:
+            self.checked_open = True
+            out.append(self._make("CHECK_MISSING", f"{what} without the opening count of "
+                                  "the pack", step=through))
+        self._begin_shoe(out)
+        if not self._shoe.shuffled:
+            self._shoe.shuffled = True
+            out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since the "
+                                  "last shoe", step=through))
+        if p.cut.required and not self._shoe.cut_done:
+            self._shoe.cut_done = True
+            out.append(self._make("CUT_MISSING", f"{what} without a cut", step=through))
+        if p.has_cut_card and not self._shoe.cut_card_set:
+            self._shoe.cut_card_set = True
+            out.append(self._make("CUT_CARD_MISSING", f"{what} without the cut card",
+                                  step=through))
+        if through == "shoe_loaded":
+            return
+        if not self._shoe.loaded:
+            if p.card_source == "hand":
+                self._shoe.loaded = True
+                self._shoe.in_shoe = self._shoe.pack_size
+            else:
+                self._load(out, implied=True)
+        if self._shoe.burn_pending:
+            self._burn_short(out)
+
+    def _judge_sequence_lots(self, out: list[Output]) -> None:
+        """New cards every sequence (001 §2; two tableaux), judged when a sequence's cards
+        are loaded — a reshuffle never dealt from (before the close) is no sequence. Its
+        lots: those the stream names for it (its pack's count's, or the opening's single
+        lot); with none named, the last sequence's where no pack was counted since and
+        the cards were not withdrawn (players left: the sequence goes on after the
+        restart). A pack counted without lots, or a table opened with the day's several
+        lots and no count naming one, is not judged: the stream does not say (judging
+        the lots named before flagged correct days: a review's false alarms)."""
+        named, self._named_lots = self._named_lots, None
+        counted, self._counted_for_next = self._counted_for_next, False
+        withdrawn, self._withdrawn = self._withdrawn, False
+        if not self.profile.deck_lifecycle.new_cards_every_shoe:
+            return
+        lots = named or (None if counted or withdrawn else self._sequence_lots)
+        if not lots:
+            return
+        reused = sorted(lot.id for lot in lots if lot.id in self.lots_used_before)
+        if reused:
+            out.append(self._make(
+                "DECK_EXPIRED",
+                f"lot(s) {', '.join(reused)} already used in an earlier sequence; every "
+                f"sequence needs new cards",
+                lots=reused, shoe=self.shoe,
+            ))
+        self.lots_used_before.update(lot.id for lot in lots)
+        self._sequence_lots = lots
+
+    def _load(self, out: list[Output], implied: bool = False) -> None:
+        self._judge_sequence_lots(out)
+        self._shoe.loaded = True
+        self._shoe.in_shoe = self._shoe.pack_size
+        self._shoe.in_holder = 0
+        if implied:
+            out.append(Note("load_implied", "stack taken as loaded (no shoe_loaded event)",
+                            {"cards": self._shoe.pack_size}))
+        self._start_burn(out, "shoe", self.profile.burn.mode)
+
+    def _start_burn(self, out: list[Output], reason: str, mode: str, count: int = 0) -> None:
+        if mode == "none" and not count:
+            self._shoe.burn_pending = False
+            return
+        self._shoe.burn_pending = True
+        self._shoe.burn_reason = reason
+        self._shoe.burn_done = 0
+        self._shoe.burn_due = 5 if mode == "five" else (None if mode == "by-value" else count)
+
+    def _burn_short(self, out: list[Output]) -> None:
+        due = self._shoe.burn_due
+        out.append(self._make(
+            "BURN_COUNT",
+            f"{self._shoe.burn_done} card(s) burned, "
+            + (f"{due} required" if due is not None else "the first card was never drawn")
+            + (" after the dealer change" if self._shoe.burn_reason == "dealer_change" else ""),
+            burned=self._shoe.burn_done, required=due, reason=self._shoe.burn_reason,
+            mode=self._burn_mode_name(),
+        ))
+        self._shoe.burn_pending = False
+
+    def _burn_mode_name(self) -> str:
+        reason = self._shoe.burn_reason
+        return "dealer_change" if reason == "dealer_change" else self.profile.burn.mode
+
+    # ------------------------------------------------------------------ handlers
+    # Each returns the destination state (None: stay, internal) or raises Refused.
+
+    def _on_table_open(self, e: TableOpen, out: list[Output]) -> State | None:
+        self._reset_day()
+        self.table = e.table
+        self.decks = e.decks
+        self.sabot = e.sabot
+        self._shoe.pack_size = self._shoe.referee.pack = e.decks * 52
+        self.open_date = e.local_date  # the day on the table's clock (deck lots: PROCEDURES §2.1)
+        check_sabot(self._openings.setdefault(e.table, []), self.sabot_rotation_k, e,
+                    self.open_date, self._make, out)
+        d = self.profile.decks
+        if not d.min <= e.decks <= d.max:
+            span = f"{d.min}" if d.min == d.max else f"{d.min}–{d.max}"
+            out.append(self._make("DECK_COUNT", f"{e.decks} deck(s); the game needs {span}",
+                                  decks=e.decks, min=d.min, max=d.max))
+        if e.deck_lots:
+            self.lots = e.deck_lots
+            if len(e.deck_lots) == 1:  # (several: the day's stock, not one sequence's)
+                self._named_lots = e.deck_lots
+            judge_lots(self.profile, e.deck_lots, self.open_date, self._make, out,
+                       self._paper_closed)
+        return OPENING_CHECK if self.profile.inspection.opening_check else SHUFFLE
+
+    def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
+        check_composition(e, self.decks, self._make, out)
+        # the opening count made late, after the first shoe's shuffle (CHECK_MISSING then):
+        # the count of this pack, not its closing — the shoe goes on, its steps done
+        late_opening = (self.profile.inspection.opening_check and not self._counted
+                        and self.shoe <= 1 and self.round == 0
+                        and self.state not in (OPENING_CHECK, SHUFFLE))
+        self._counted = True
+        self._counted_for_next = True
+        if e.deck_lots is not None:
+            self.lots = self._named_lots = e.deck_lots
+            self._judge_new_lots(e, out)
+        if late_opening:
+            out.append(Note("late_opening_count", "the pack was counted after the shuffle, "
+                            "before any round: taken as the opening count (CHECK_MISSING "
+                            "above); the shoe goes on", {"state": self.state}))
+            return None
+        if self._screen_ok:
+            try:
+                self.screen.deck_check()
+            except Exception as exc:  # (a fault in the screen: _screen_failed)
+                self._screen_failed(exc, out)
+        self.checked_since_shoe = True
+        if self.state == OPENING_CHECK:
+            self.checked_open = True
+            return SHUFFLE
+        if self.state == SHUFFLE:
+            self.checked_open = True
+            return None
+        self._end_shoe()
+        return CLOSING_CHECK if self.state != CLOSING_CHECK else None
+
+    def _judge_new_lots(self, e: DeckCheck, out: list[Output]) -> None:
+        """A count's lots, judged on the table day (the opening's date) and on the count's
+        own date, where they differ (a count after midnight): a lot dated either way is
+        taken, and flagged only when both days flag it."""
+        assert e.deck_lots is not None
+        verdicts: list[list[Output]] = []
+        days: list[dt.date | None] = [
+            d for d in dict.fromkeys((self.open_date, e.local_date)) if d is not None]
+        for day in days or [None]:
+            judged: list[Output] = []
+            judge_lots(self.profile, e.deck_lots, day, self._make, judged, self._paper_closed)
+            verdicts.append(judged)
+        out.extend(min(verdicts, key=lambda v: sum(isinstance(o, Deviation) for o in v)))
+
+    def _on_shuffle(self, e: Shuffle, out: list[Output]) -> State | None:
+        if self.profile.inspection.opening_check and not self.checked_open:
+            self.checked_open = True
+            out.append(self._make("CHECK_MISSING", "shuffled without the opening count of the "
+                                  "pack", step="shuffle"))
+        if self.state in (READY, RETURN_DISCARDS, SHOE_COMPLETE, CLOSING_CHECK, SUSPENDED):
+            self._shoe.active = False
+        self._begin_shoe(out)
+        self._shoe.shuffled = True
+        self._shoe.cut_done = False
+        self._shoe.cut_card_set = False
+        return CUT
+
+    def _on_cut(self, e: Cut, out: list[Output]) -> State | None:
+        size = self.decks * 52
+        if e.offset > size:
+            raise Refused(f"offset {e.offset} is more than the {size} cards of the pack")
+        if self.state in (READY, RETURN_DISCARDS):
+            self._end_shoe()  # cards gathered and re-cut between rounds: a new shoe begins
+        self._begin_shoe(out)
+        need = self.profile.cut.min_each_side
+        self._shoe.cut_done = True
+        check_cut(e.offset, size, need, self._make, out)
+        if self.profile.card_source == "hand":
+            self._shoe.loaded = True
+            self._shoe.in_shoe = size
+            return READY
+        return CUT_CARD if self.profile.has_cut_card else LOAD
+
+    def _on_cut_card_placed(self, e: CutCardPlaced, out: list[Output]) -> State | None:
+        if not self.profile.has_cut_card:
+            out.append(self._make("CUT_CARD_UNEXPECTED",
+                                  "a cut card was placed; this game uses none",
+                                  event="cut_card_placed"))
+            return None
+        if self.state != CUT_CARD:
+            self._begin_shoe(out)
+            if self.profile.cut.required and not self._shoe.cut_done:
+                self._shoe.cut_done = True
+                out.append(self._make("CUT_MISSING", "the cut card was placed without a cut",
+                                      step="cut_card_placed"))
+        self._shoe.cut_card_set = True
+        self._shoe.declared_behind = e.behind
+        if e.behind is not None:
+            check_cut_card_window(self.profile, e.behind, "placed", self._make, out)
+            window = self.profile.cut_card.window()
+            assert window is not None
+            # past both the place declared and the rule's lowest: a reading one card late
+            # is still measured (CUT_CARD_POSITION), not implied
+            self._shoe.implied_at = min(e.behind, window[0]) - 1
+        return LOAD
+
+    def _on_shoe_loaded(self, e: ShoeLoaded, out: list[Output]) -> State | None:
+        self._shoe.loaded = False
+        self._catch_up(out, "shoe_loaded")
+        self._load(out)
+        return BURN if self._shoe.burn_pending else READY
+
+    def _on_table_close(self, e: TableClose, out: list[Output]) -> State | None:
+        if self.profile.inspection.closing_check and not self.checked_since_shoe:
+            out.append(self._make("CHECK_MISSING", "table closed without counting the pack "
+                                  "after the last shoe", step="table_close"))
+        if self.profile.deck_lifecycle.paper_until_close:
+            self._paper_closed.update((lot.id, lot.first_use) for lot in self.lots
+                                      if lot.kind == "paper")
+        self._end_shoe()
+        return CLOSED
