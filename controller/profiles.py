@@ -260,6 +260,9 @@ class BlackjackRule(Section):
     double: Double = _opt(doc="which two-card hands may double (one card only)")
     double_after_split: bool = _flag("a split hand may double")
     surrender: Surrender = _opt(doc="late surrender rule, if any")
+    split_aces_one_card: bool = _later(
+        True, "a split ace takes one card and is finished (000 §14, 004 §3.13); false where "
+        "the casino lets split aces draw (002 §3 2.7 leaves it to the casino)")
 
 
 @dataclass(frozen=True)

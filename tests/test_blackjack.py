@@ -31,7 +31,7 @@ BJ = ["gr-blackjack", "gr-blackjack-shuffler", "live-blackjack", "ru-blackjack"]
 GREEK = ["gr-blackjack", "gr-blackjack-shuffler"]
 NO_HOLE = ["gr-blackjack", "gr-blackjack-shuffler", "ru-blackjack"]  # 000 §12α, 004 §3.10
 DEALING = {"DEALER_DRAW_RULE", "CARD_TO_FINISHED_HAND", "ACTION_NOT_ALLOWED", "EXPOSED_CARD",
-           "HAND_CARD_MISSING"}
+           "HAND_CARD_MISSING", "DEAL_ORDER"}
 ACTIONS = {"stand", "double", "split", "surrender", "accept", "decline"}
 
 
@@ -271,6 +271,38 @@ def test_no_hole_card_the_dealer_waits_for_the_boxes(name: str) -> None:
     assert r.at_end == ["DEALER_DRAW_RULE"]  # 6 + 7 = 13: the dealer stood on 13
 
 
+@pytest.mark.parametrize("name", BJ)
+def test_an_initial_deal_in_another_order_is_one_deal_order_and_judged_as_dealt(name: str) -> None:
+    # each box given both its cards before the dealer's one, every card naming its hand:
+    # one DEAL_ORDER at the first card out of turn, the cards laid where they went (read
+    # in the fixed order, box 2 would hold 7 and 6, the dealer 9: game deviations follow)
+    hole = prof(name).blackjack.dealer_hole_card  # type: ignore[union-attr]
+    r = play(name, [1, 2], {"card": "T", "to": "box1"}, {"card": "7", "to": "box1"},
+             {"card": "9", "to": "box2"}, {"card": "9", "to": "box2"},
+             {"card": "6", "to": "dealer"}, *([{"card": "T", "to": "dealer"}] if hole else []),
+             "stand", "stand", *([] if hole else ["T"]), "5")
+    assert r.codes == Counter({"DEAL_ORDER": 1})
+    assert r.per_item[2] == ["DEAL_ORDER"]
+    dev = r.devs("DEAL_ORDER")[0]
+    assert (dev.evidence["to"], dev.evidence["expected"], dev.evidence["position"]) == \
+        ("box1", "box2", 2)
+    assert r.hand("box1")["total"] == 17 and r.hand("box2")["total"] == 18
+    assert r.dealer()["total"] == 21
+    # the same cards without `to`: read in the fixed order, no DEAL_ORDER
+    plain = play(name, [1, 2], "T", "7", "9", "9", "6", *(["T"] if hole else []))
+    assert "DEAL_ORDER" not in plain.codes
+    assert [c["card"][0] for c in plain.data["cards"] if c["to"] == "box2"] == ["7", "6"]
+
+
+@pytest.mark.parametrize("name", NO_HOLE)
+def test_a_card_of_the_initial_deal_named_to_a_hand_owed_none_is_laid_in_order(name: str) -> None:
+    # box 1 has both its cards: a card named to it is the next place's (box 2's second)
+    r = play(name, [1, 2], "T", "9", "6", "7", {"card": "8", "to": "box1"}, "stand", "stand",
+             "T", "5")
+    assert "DEAL_ORDER" not in r.codes
+    assert r.hand("box1")["total"] == 17 and r.hand("box2")["total"] == 17
+
+
 def test_live_hole_card_after_the_second_round() -> None:
     r = play("live-blackjack", [1, 3], "5", "T", "7", "4", "9", "T", "stand", "stand")
     cards = r.data["cards"]
@@ -443,6 +475,22 @@ def test_split_aces_one_card_each(name: str) -> None:
                  *dealer_rest(name, "8"))
     assert extra.codes == Counter({"CARD_TO_FINISHED_HAND": 1})
     assert "split ace" in extra.devs("CARD_TO_FINISHED_HAND")[0].message
+
+
+def test_split_aces_draw_where_the_profile_lets_them() -> None:
+    # 002 §3 2.7 leaves one card per split ace to the casino: split_aces_one_card = false
+    live = prof("live-blackjack")
+    assert live.blackjack is not None and live.blackjack.split_aces_one_card
+    drawing = dataclasses.replace(
+        live, blackjack=dataclasses.replace(live.blackjack, split_aces_one_card=False))
+    script = [*deal("live-blackjack", "A", "9", "A", hole="7"), "split", "5", "4", "stand",
+              "3", "2", "stand", "T"]
+    r = play(drawing, [1], *script)
+    assert r.codes == Counter()
+    assert r.hand("box1.1")["total"] == 20 and r.hand("box1.2")["total"] == 16
+    assert r.dealer()["total"] == 26
+    # the bundled profile: each ace one card, the hits are the dealer's draws on 16, then 19
+    assert play("live-blackjack", [1], *script).codes["DEALER_DRAW_RULE"] >= 1
 
 
 @pytest.mark.parametrize("name", BJ)

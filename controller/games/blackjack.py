@@ -139,6 +139,7 @@ class BlackjackReferee(CardLedger):
         self.slots: list[_Hand] = []
         self.slot_i = 0
         self.initial_done = False
+        self.out_of_order = False  # DEAL_ORDER raised in this round's initial deal (once)
         self.peeked = False
         self.peeked_blackjack = False
         self.offers: list[_Rec] = []
@@ -196,7 +197,7 @@ class BlackjackReferee(CardLedger):
             self.recs.append(_Rec(card, None, "exposed"))
             return out
         if not self.initial_done:
-            self._initial(card)
+            out += self._initial(card, to)
         elif event.unrequested:
             self._unrequested(card)
         else:
@@ -360,12 +361,32 @@ class BlackjackReferee(CardLedger):
         split_ace = hand.split_aces and n >= 2 and not self._ace_pending(hand)
         hand.done = hand.done or bust_or_21 or doubled or split_ace
 
-    def _initial(self, card: Card) -> None:
+    def _initial(self, card: Card, to: str = "") -> list[Output]:
+        """A card of the initial deal: to the next place in its order (000 §12α, 002 §3
+        3.4; PROCEDURES §4), unless the card names (``to``) another hand still owed a card
+        of the deal — then it is ``DEAL_ORDER`` (once a round, warning) and the card is
+        laid where the reader saw it go, so the round is judged as dealt, not shifted by
+        one place from there on (a dealer who gives each box both cards before the dealer's
+        one raised two or three game deviations a round)."""
+        out: list[Output] = []
         hand = self.slots[self.slot_i]
+        hint = self._hint(to) if to else None
+        named = self.dealer if hint == DEALER else hint
+        if isinstance(named, _Hand) and named is not hand:
+            later = next((j for j in range(self.slot_i + 1, len(self.slots))
+                          if self.slots[j] is named), None)
+            if later is not None:  # (a new list: a round judged both ways shares none)
+                slots = list(self.slots)
+                slots.insert(self.slot_i, slots.pop(later))
+                self.slots = slots
+                if not self.out_of_order:
+                    self.out_of_order = True
+                    out.append(self._deal_order(card, named, hand))
+                hand = named
         self.slot_i += 1
         self._put(hand, card, "initial")
         if self.slot_i < len(self.slots):
-            return
+            return out
         self.initial_done = True
         up = self.dealer.cards[0]
         if self.rule.dealer_hole_card and self.rule.peek == "ace" and up.rank == "A":
@@ -375,6 +396,18 @@ class BlackjackReferee(CardLedger):
                 self.dealer.done = True
                 for h in self._hands():
                     h.done = True
+        return out
+
+    def _deal_order(self, card: Card, named: _Hand, expected: _Hand) -> Output:
+        dealt = [str(r.card) for r in self.recs if r.why == "initial"]
+        return self.make(
+            "DEAL_ORDER",
+            f"round {self.round_no}: {card} dealt to {self._name(named)} as card "
+            f"{len(dealt) + 1} of the initial deal, where {self._name(expected)} was due: "
+            "one card to each box, then the dealer, then each box's second card"
+            + (", then the dealer's hole card" if self.rule.dealer_hole_card else ""),
+            round=self.round_no, card=str(card), to=self._name(named),
+            expected=self._name(expected), position=len(dealt) + 1, deal=dealt)
 
     def _card_target(self) -> _Hand | None:
         """The hand the next card goes to (None: the dealer)."""
@@ -608,7 +641,9 @@ class BlackjackReferee(CardLedger):
         second.hand = new
         for h in (hand, new):
             h.from_split = True
-            h.split_aces = first.card.rank == "A"
+            # (a split ace takes one card where the profile says so: 000 §14, 004 §3.13;
+            # 002 §3 2.7 leaves it to the casino — otherwise it plays as any split hand)
+            h.split_aces = first.card.rank == "A" and r.split_aces_one_card
         box.hands.insert(box.hands.index(hand) + 1, new)
         box.splits += 1
         box.ace_splits += aces
