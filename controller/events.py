@@ -530,9 +530,10 @@ _ABSENT = object()
 def _fields_parser(cls: type[Event]) -> Parser:
     """The parser of one event type, read off its fields once: each field's check comes
     from its declared type (and range) through :func:`controller.validation.checker`, or
-    from its ``_parsed_by`` metadata; a field without a default is required, a field whose
-    default is ``None`` may also be ``null``. Fields are checked in declared order, so the
-    first bad one is the one named."""
+    from its ``_parsed_by`` metadata; a field without a default is required, and an optional
+    one given ``null`` is taken as absent (its default: a producer that writes every optional
+    field, ``"exposed": null`` among them, lost every card as bad input — a review). Fields
+    are checked in declared order, so the first bad one is the one named."""
     hints = get_type_hints(cls)
     specs: list[tuple[str, Checker, bool, bool, Any]] = []
     for f in fields(cls):
@@ -541,8 +542,8 @@ def _fields_parser(cls: type[Event]) -> Parser:
         check = f.metadata.get("check") or checker(hints[f.name], f.metadata.get("lo", 0),
                                                    f.metadata.get("hi"))
         assert f.default_factory is dataclasses.MISSING, f"{cls.__name__}.{f.name}"
-        specs.append((f.name, check, f.default is dataclasses.MISSING, f.default is None,
-                      f.default))
+        required = f.default is dataclasses.MISSING
+        specs.append((f.name, check, required, not required, f.default))
     table = tuple(specs)
     if not table:
         return lambda obj, t: cls(t=t)

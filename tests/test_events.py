@@ -195,3 +195,15 @@ def test_the_card_fast_path_is_taken_for_the_plain_card(mocker) -> None:  # type
     assert general.call_count == 0
     parse_event({"type": "card", "card": "7H", "to": "P3"})
     assert general.call_count == 1
+
+
+def test_an_optional_field_given_null_is_absent_a_required_one_still_refused() -> None:
+    # a producer that writes every optional field: `"exposed": null` was bad input, and
+    # every card of its stream was lost (a review)
+    e = parse_event({"type": "card", "card": "7h", "exposed": None, "unrequested": None,
+                     "to": None, "t": None})
+    assert e == parse_event({"type": "card", "card": "7H"})
+    assert e.exposed is False and e.unrequested is False  # type: ignore[attr-defined]
+    with pytest.raises(EventError) as exc:
+        parse_event({"type": "card", "card": None})
+    assert exc.value.field == "card"

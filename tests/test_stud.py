@@ -610,3 +610,21 @@ def test_a_table_opened_with_two_decks_is_one_deck_count_not_a_deal_count_a_roun
     assert r.codes() == {"DECK_COUNT": 1, "DEAL_COUNT": 1}, r.codes()
     (dev,) = r.devs("DEAL_COUNT")
     assert "104 − 5 ×" in dev.message
+
+
+def test_a_seat_beyond_any_table_names_no_player() -> None:
+    # one card named to seat 10**20 with no `players` at the bets: the hands were built per
+    # seat up to it (memory without end); a seat beyond MAX_SEATS is no player
+    t = _table()
+    out = list(t.bets())
+    out += t.send("card", card="AS", to="P99999999999999999999")
+    out += t.send("round_end")
+    d = _note(out).data
+    assert d["players"] is None
+    assert [c["to"] for c in d["cards"]] == ["P99999999999999999999"]
+    # a seat a table can have still counts: P7 alone is seven players' deal
+    t = _table()
+    out = list(t.bets())
+    out += t.send("card", card="AS", to="P7")
+    out += t.send("round_end")
+    assert _note(out).data["players"] == 7

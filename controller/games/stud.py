@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from controller.deviations import Deviation
-from controller.events import BetsClosed, CardDrawn
+from controller.events import MAX_SEATS, BetsClosed, CardDrawn
 from controller.outputs import Note, Output
 from controller.poker import HandValue, dealer_qualifies, evaluate, settle
 from controller.profiles import Profile
@@ -183,8 +183,11 @@ class StudReferee(CardLedger):
         seat named by ``to``, or whole rounds of the deal), else unknown."""
         if self.bets is not None and self.bets.players is not None:
             return self.bets.players, "bets_closed"
-        seats = [int(m.group(1)) for _, to in self.drawn if to is not None
-                 for m in [_SEAT.match(to.strip())] if m]
+        # (a seat beyond any table's, MAX_SEATS, is no player: the hands are built per seat,
+        # and "P99999999999999999999" on one card ran the machine out of memory — a review)
+        seats = [seat for _, to in self.drawn if to is not None
+                 for m in [_SEAT.match(to.strip())] if m
+                 for seat in [int(m.group(1))] if seat <= MAX_SEATS]
         n = len(self.drawn)
         top = max(seats) if seats else 0
         if top and all(to is not None and to.strip() for _, to in self.drawn):
