@@ -493,6 +493,25 @@ def test_split_aces_draw_where_the_profile_lets_them() -> None:
     assert play("live-blackjack", [1], *script).codes["DEALER_DRAW_RULE"] >= 1
 
 
+def test_a_flood_of_cards_after_the_dealer_stands_is_laid_apart_from_the_counted_cards() -> None:
+    # a reader sending thousands of cards in one round made every card re-read all the
+    # round's void cards (20,000 cards: 9.7 s, quadratic); they now lie apart from the
+    # hand's own, so reading the dealer's hand costs its counted cards only
+    t = table("gr-blackjack")
+    t.bets(boxes=[1])
+    for rank in ("T", "9", "8"):  # box 1 T, the dealer's 9, box 1 8
+        _send_card(t, rank)
+    t.send("action", action="stand")
+    _send_card(t, "8")  # the dealer: 17, stands
+    flood = [rank for _ in range(15) for rank in "23456789TJQKA"]
+    codes = [c for rank in flood for c in _codes(_send_card(t, rank))]
+    assert codes[0] == "DEALER_DRAW_RULE" and len(codes) >= 1
+    dealer = t.run.engine.current_shoe.referee.dealer  # type: ignore[attr-defined]
+    assert len(dealer.recs) == 2 and len(dealer.voids) == len(flood)
+    note = next(o for o in t.send("round_end") if isinstance(o, Note) and o.kind == "round")
+    assert note.data["dealer"]["total"] == 17 and len(note.data["dealer"]["void"]) == len(flood)
+
+
 @pytest.mark.parametrize("name", BJ)
 def test_resplit_aces(name: str) -> None:
     # A-A split, the first ace gets another ace, and the table splits again

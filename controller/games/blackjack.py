@@ -80,19 +80,22 @@ class _Box:
 class _Rec:
     """One card of the round and where it ended up (a hand, the dealer, the discard)."""
 
-    __slots__ = ("card", "hand", "void", "why")
+    __slots__ = ("card", "hand", "why")
 
-    def __init__(self, card: Card, hand: _Hand | None, why: str, void: bool = False) -> None:
+    def __init__(self, card: Card, hand: _Hand | None, why: str) -> None:
         self.card = card
         self.hand = hand  # None: the discard (or an offered card not yet placed)
         self.why = why
-        self.void = void
 
 
 class _Hand:
     def __init__(self, box: _Box | None) -> None:
         self.box = box  # None: the dealer
-        self.recs: list[_Rec] = []
+        self.recs: list[_Rec] = []  # the hand's cards (counted), in order
+        #: cards laid on it but not counted (a card to a finished hand, a dealer's draw in
+        #: error): kept apart, so that reading the hand costs its own cards, not a flood's —
+        #: a reader sending thousands of cards in one round made each card cost them all
+        self.voids: list[_Rec] = []
         self.from_split = False
         self.split_aces = False
         self.doubled_at: int | None = None  # cards held when the double was taken
@@ -103,11 +106,11 @@ class _Hand:
 
     @property
     def cards(self) -> list[Card]:
-        return [r.card for r in self.recs if not r.void]
+        return [r.card for r in self.recs]
 
     @property
     def void(self) -> list[Card]:
-        return [r.card for r in self.recs if r.void]
+        return [r.card for r in self.voids]
 
     @property
     def total(self) -> int:
@@ -476,9 +479,9 @@ class BlackjackReferee(CardLedger):
             why = "the dealer's blackjack ended the round"
         else:
             why = "it stood"
-        rec = _Rec(card, hand, "hit", void=True)
+        rec = _Rec(card, hand, "hit")
         self.recs.append(rec)
-        hand.recs.append(rec)
+        hand.voids.append(rec)
         name = self._name(hand)
         return [self.make(
             "CARD_TO_FINISHED_HAND", f"{card} to {name}, which is finished: {why}",
@@ -494,9 +497,9 @@ class BlackjackReferee(CardLedger):
             self._put(self.dealer, card, "dealer")
             return []
         total, soft = blackjack_total(self.dealer.cards)
-        rec = _Rec(card, self.dealer, "dealer", void=True)
+        rec = _Rec(card, self.dealer, "dealer")
         self.recs.append(rec)
-        self.dealer.recs.append(rec)
+        self.dealer.voids.append(rec)
         what = ("blackjack (the round ended at the peek)" if self.peeked_blackjack
                 else f"{'soft ' if soft else ''}{total}")
         return [self.make(
@@ -634,7 +637,7 @@ class BlackjackReferee(CardLedger):
             why = f"box {box.number} has split {box.splits} time(s), the most allowed"
         elif aces and box.ace_splits >= r.split_aces_max:
             why = f"aces may be split {r.split_aces_max} time(s) only"
-        first, second = [rec for rec in hand.recs if not rec.void]
+        first, second = hand.recs
         new = _Hand(box)
         hand.recs.remove(second)
         new.recs.append(second)
