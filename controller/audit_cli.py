@@ -173,19 +173,26 @@ def cmd_report(args: argparse.Namespace) -> int:
         _err("report", f"cannot read the log: {type(exc).__name__}: {exc}")
         return EXIT_BAD_INPUT
     rounds = None
-    if args.round is not None:
-        text = render_round(report, args.round, args.table)
-        if text is None:
-            _err("report", f"no round {args.round} in the log(s)"
-                 + (f" for table {args.table}" if args.table else ""))
-            return EXIT_BAD_INPUT
-        sys.stdout.write(text)
-        rounds = report.find_round(args.round, args.table)
-    else:
-        sys.stdout.write(render_text(report))
-    if args.html:
+    try:  # (laid out from the records as written: a doctored log's odd value is one line)
+        if args.round is not None:
+            text = render_round(report, args.round, args.table)
+            if text is None:
+                _err("report", f"no round {args.round} in the log(s)"
+                     + (f" for table {args.table}" if args.table else ""))
+                return EXIT_BAD_INPUT
+            rounds = report.find_round(args.round, args.table)
+        else:
+            text = render_text(report)
+        page = render_html(report, rounds) if args.html else None
+    except Exception as exc:
+        _err("report", f"cannot lay out the log: a record holds a value of an unexpected "
+             f"kind ({type(exc).__name__}: {exc}); `audit verify` and `audit replay` still "
+             "read it")
+        return EXIT_BAD_INPUT
+    sys.stdout.write(text)
+    if page is not None:
         try:
-            Path(args.html).write_text(render_html(report, rounds), encoding="utf-8")
+            Path(args.html).write_text(page, encoding="utf-8")
         except OSError as exc:
             _err("report", f"{args.html}: {exc.strerror or exc}")
             return EXIT_BAD_INPUT

@@ -8,9 +8,18 @@ live here once.
 
 from __future__ import annotations
 
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
+
+MAX_BYTES = 256 * 1024
+"""The largest configuration file read (the bundled ones are a few KB): a bigger one, or a
+device such as ``/dev/zero``, is refused before it is read, not read until memory runs out."""
+MAX_LINE = 8 * 1024
+"""The longest line read: Python's TOML parser takes time and memory quadratic in a dotted
+key's parts (a 40 KB key: 6 s; a 200 KB one: out of memory), and no setting needs a line
+this long."""
 
 
 class ConfigFileError(ValueError):
@@ -29,7 +38,21 @@ def read_toml(path: Path, error: type[ConfigFileError],
     """
     file = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise error(file, "", "cannot read: " + ("a directory" if stat.S_ISDIR(mode)
+                                                     else "not a regular file"))
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise error(file, "", f"larger than {MAX_BYTES // 1024} KB: not a configuration "
+                                  "file")
+        long = next((n for n, line in enumerate(data.split(b"\n"), 1)
+                     if len(line) > MAX_LINE), None)
+        if long is not None:
+            raise error(file, "", f"line {long} is longer than {MAX_LINE} bytes: not a "
+                                  "configuration file")
+        text = data.decode("utf-8")
     except FileNotFoundError as e:
         raise error(file, "", missing or f"cannot read: {e.strerror or e}") from e
     except OSError as e:
@@ -43,6 +66,8 @@ def read_toml(path: Path, error: type[ConfigFileError],
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise error(file, "", f"not valid TOML: {e}") from e
+    except RecursionError as e:  # (arrays or tables nested thousands deep)
+        raise error(file, "", "not valid TOML: nested too deep to read") from e
 
 
 def names_in(directory: Path) -> list[str]:

@@ -7,11 +7,13 @@ events), not taken from the code under test.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import re
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_audit_helpers import feed_log
@@ -453,3 +455,52 @@ def test_a_shuffle_suspect_lists_its_run_of_cards(tmp_path: Path) -> None:
     for bad in ({}, {"run": []}, {"run": "JC"}, {"run": [{"position": "1", "card": "JC"}]},
                 {"run": [{"position": 1, "card": None}]}, {"run": [None]}):
         assert run_text(bad) is None
+
+
+def _rechained(path: Path, change: Any) -> None:
+    """Apply ``change(record) -> bool`` to the first record it accepts and re-hash the
+    chain from there: the log still verifies (an unkeyed log re-hashed whole)."""
+    from test_audit_helpers import line_of, read_lines, rehash
+
+    records = [json.loads(line) for line in read_lines(path)]
+    at = next(i for i, r in enumerate(records) if change(r))
+    for i in range(at, len(records)):
+        if i > at:
+            records[i]["prev"] = records[i - 1]["hash"]
+        records[i] = rehash(records[i])
+    path.write_bytes(b"".join(line_of(r) for r in records))
+
+
+def _shoe_text(r: dict[str, Any]) -> bool:
+    if r.get("kind") == "output" and isinstance(r.get("shoe"), int) and r["shoe"] > 0:
+        r["shoe"] = "x"
+        return True
+    return False
+
+
+def _card_entry_text(r: dict[str, Any]) -> bool:
+    out = r.get("output") or {}
+    if out.get("kind") == "round" and out["data"].get("round") == 2:
+        out["data"]["cards"][0] = "JD"
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("change", "args"), [
+    (_shoe_text, []),
+    (_card_entry_text, ["--round", "2"]),
+])
+def test_a_log_that_verifies_but_holds_odd_values_is_one_line_not_a_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], change: Any,
+        args: list[str]) -> None:
+    # a review re-hashed logs with a shoe written as text or a round's card as a bare
+    # string: verify and replay read them, the report's layout raised a traceback
+    from test_audit_helpers import write_day
+
+    path = write_day(tmp_path, dt.date(2026, 11, 21))
+    _rechained(path, change)
+    assert main(["audit", "verify", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["audit", "report", "--no-progress", *args, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot lay out the log" in err and "Traceback" not in err

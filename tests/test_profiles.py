@@ -7,6 +7,7 @@ paragraphs cited in each profile), not read back from the code.
 from __future__ import annotations
 
 import copy
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -419,6 +420,32 @@ def test_unreadable_file(tmp_path):
     with pytest.raises(ProfileError) as info:
         load_profile_file(path)
     assert str(info.value).startswith(f"{path}: cannot read: ")
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("a = " + "[" * 5000 + "]" * 5000 + "\n", "is longer than 8192 bytes"),  # one line
+    ("a = [\n" + "[\n" * 5000 + "]\n" * 5001, "nested too deep to read"),  # many lines
+    ("a." * 20_000 + "b = 1\n", "is longer than 8192 bytes"),  # tomllib: quadratic
+    ("# x\n" * 70_000, "larger than 256 KB"),
+])
+def test_a_file_no_profile_could_be_is_refused_in_one_line(tmp_path: Path, text: str,
+                                                            why: str) -> None:
+    # each ran Python's TOML parser into a RecursionError traceback, or for seconds into
+    # gigabytes (a review)
+    path = tmp_path / "odd.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ProfileError) as info:
+        load_profile_file(path)
+    assert str(info.value).startswith(f"{path}: ") and why in str(info.value)
+
+
+def test_a_device_or_pipe_is_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.toml"
+    os.mkfifo(fifo)  # opened, it would wait for a writer for ever
+    for path in (Path("/dev/zero"), fifo):  # /dev/zero: read until memory ran out
+        with pytest.raises(ProfileError) as info:
+            load_profile_file(path)
+        assert str(info.value) == f"{path}: cannot read: not a regular file"
 
 
 def test_unknown_profile_name():
