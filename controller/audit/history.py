@@ -100,11 +100,21 @@ def openings_in(paths: Iterable[str | os.PathLike[str]]) -> list[Opening]:
 def placements(history: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Openings as placements of a sabot: a table reopened the same day with the sabot it
     had is the same placement, counted once (001 §3 is about where sabots are put)."""
+    return placement_counts(history)[0]
+
+
+def placement_counts(history: Iterable[dict[str, Any]]
+                     ) -> tuple[list[dict[str, Any]], list[int]]:
+    """:func:`placements`, and after each opening (from none) how many placements the
+    openings so far make: each opening only joins the last placement or starts one, so
+    the placements of the first ``i`` openings are the first ``counts[i]`` of all."""
     out: list[dict[str, Any]] = []
+    counts = [0]
     for h in history:
         if not (out and h["date"] is not None and out[-1] == h):
             out.append(h)
-    return out
+        counts.append(len(out))
+    return out, counts
 
 
 def history_for(openings: Iterable[Opening], table: str, before: str,
