@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -32,12 +33,26 @@ from controller.session import TableSession
 EXIT_OK, EXIT_DEVIATION, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _read_lines(path: str) -> Iterator[tuple[int, bytes]]:
+MAX_LINE = 1 << 20
+"""The longest input line read, in bytes (a deck check of 20 packs is about 6 KB): a longer
+one is bad input, passed over without being held (a 2 GB line had ended in a MemoryError
+traceback, a 1.6 GB one had held 3.2 GB — a review)."""
+
+
+def _read_lines(path: str) -> Iterator[tuple[int, bytes | None]]:
     """The lines of a stream as bytes: each is decoded on its own (by :mod:`controller.jsontext`),
-    so a byte that is not UTF-8 makes its line bad and the rest is still read."""
+    so a byte that is not UTF-8 makes its line bad and the rest is still read. A line longer
+    than :data:`MAX_LINE` is None (read in pieces and dropped)."""
     stream: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
     try:
-        yield from enumerate(stream, start=1)
+        read = functools.partial(stream.readline, MAX_LINE + 1)
+        for number, raw in enumerate(iter(read, b""), start=1):
+            if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):
+                    raw = read()
+                yield number, None
+            else:
+                yield number, raw
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -74,6 +89,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     out = sys.stdout
     try:
         for number, raw in _read_lines(args.input):
+            if raw is None:
+                bad_lines += 1
+                _report_bad(source, number, f"line longer than {MAX_LINE:,} bytes: not read")
+                continue
             if not raw.strip():
                 continue
             try:

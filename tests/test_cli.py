@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from controller.audit import verify_file
-from controller.cli import main
+from controller.cli import MAX_LINE, main
 
 ROOT = Path(__file__).resolve().parent.parent
 DAY = ROOT / "config" / "examples" / "gr-blackjack-day.jsonl"
@@ -174,3 +174,18 @@ def test_the_charted_machine_holds_the_graph_the_engine_runs(name: str) -> None:
 def test_console_script_and_module_agree() -> None:
     result = run("--version")
     assert result.returncode == 0 and result.stdout.startswith("shoewarden ")
+
+
+def test_a_line_too_long_to_be_an_event_is_passed_over_not_held(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a 2 GB line ended in a MemoryError traceback (a review): a line over MAX_LINE is read
+    # in pieces and dropped, named by its number, and the lines after it are still checked
+    stream = tmp_path / "long.jsonl"
+    stream.write_bytes(b'{"type":"table_open","table":"T1","decks":6}\n'
+                       + b'{"type":"card","card":"' + b"A" * (2 * MAX_LINE) + b'"}\n'
+                       + b'{"type":"table_close"}\n' + b"x" * (MAX_LINE + 5))
+    assert main(["check", "--profile", "gr-blackjack", str(stream)]) == 2
+    captured = capsys.readouterr()
+    assert f"{stream}:2: bad input: line longer than {MAX_LINE:,} bytes: not read" in captured.err
+    assert f"{stream}:4: bad input: line longer than" in captured.err
+    assert "line 3: CHECK_MISSING" in captured.out  # the close after it was read
