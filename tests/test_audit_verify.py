@@ -43,6 +43,7 @@ from test_audit_helpers import (
 
 import controller.audit.anchors as anchors_mod
 import controller.audit.linecheck as linecheck
+from controller import audit_cli
 from controller.audit import (
     AnchorSink,
     AuditLog,
@@ -849,3 +850,20 @@ def test_a_marked_character_in_a_key_is_found_whatever_the_escapes(record: dict)
     expected = any("?" in k for k in keys(orjson.loads(marked)))
     assert linecheck._mark_in_key(marked) is expected
     assert linecheck._mark_in_key(bytearray(marked)) is expected
+
+
+def test_a_log_too_big_to_read_is_one_line_not_a_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a forged line of gigabytes: readlines ran out of memory and verify printed a
+    # MemoryError traceback (a review); the memory is the host's, so the reading fails here
+    log = tmp_path / "log.jsonl"
+    log.write_text("{}\n", encoding="utf-8")
+
+    def out_of_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(audit_cli, "verify_set", out_of_memory)
+    assert main(["audit", "verify", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "too long to read in memory" in err
