@@ -9,10 +9,12 @@ is the full description; in short:
   round is only recorded (the base :class:`~controller.rounds.CardLedger`).
 * The initial deal: one card to each box, one to the dealer, a second to each box, and
   with ``dealer_hole_card`` the dealer's hole card. With ``peek = "ace"`` and an ace up,
-  a dealer blackjack ends the round there.
+  a dealer blackjack ends the round there. A card of the deal whose ``to`` names another
+  hand still owed a card of it is laid there: ``DEAL_ORDER``, once a round.
 * Then each card goes to the hand in play: the first hand, left to right (split hands in
   order), that is not finished. A hand finishes by itself at bust, at 21, after the one
-  card of a double and after the one card on a split ace; otherwise by ``stand``,
+  card of a double and after the one card on a split ace (``split_aces_one_card``: where
+  the casino lets split aces draw, they play as any split hand); otherwise by ``stand``,
   ``surrender`` or ``decline``. When every hand is finished the cards are the dealer's,
   who draws to 16 and stands on 17 (soft 17 by ``dealer_stands_soft_17``).
 * A card event's ``to`` ("box3", "box3.2", "dealer", "discard") says where the card went;
