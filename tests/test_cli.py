@@ -189,3 +189,20 @@ def test_a_line_too_long_to_be_an_event_is_passed_over_not_held(
     assert f"{stream}:2: bad input: line longer than {MAX_LINE:,} bytes: not read" in captured.err
     assert f"{stream}:4: bad input: line longer than" in captured.err
     assert "line 3: CHECK_MISSING" in captured.out  # the close after it was read
+
+
+def test_a_command_that_writes_no_log_does_not_import_structlog(tmp_path: Path) -> None:
+    """structlog's import is half a command's start (its ``dev`` module pulls in rich): it
+    is imported when a log is opened, not by the command line itself."""
+    probe = ("import sys, contextlib, io\n"
+             "from controller.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             f"    main(['check', '--profile', 'gr-blackjack', {str(DAY)!r}])\n"
+             "print('structlog' in sys.modules)\n"
+             "from controller.audit import AuditLog\n"
+             f"AuditLog.open({str(tmp_path / 'log.jsonl')!r}, durability='none').close()\n"
+             "print('structlog' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True"]

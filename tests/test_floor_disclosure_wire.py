@@ -32,35 +32,31 @@ def early_cards(received: list[bytes], written: list[bytes]) -> list[tuple[int, 
             and r["shoe"] not in ended]
 
 
-def settled(sub: Subscriber, quiet: float = 0.5, limit: float = 15.0) -> list[bytes]:
-    """The listener's messages once none has come for ``quiet`` seconds (a fixed 0.3 s
-    wait once saw 448 of 473 records beside the rest of the suite)."""
+def received(sub: Subscriber, count: int, limit: float = 15.0) -> list[bytes]:
+    """The listener's messages once it holds ``count`` of them (what the forwarder has
+    published: a record published early is waited for, and seen, like any other)."""
     deadline = time.monotonic() + limit
-    count, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        now = len(sub.messages)
-        if now != count:
-            count, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            break
-        time.sleep(0.02)
+    while len(sub.messages) < count:
+        assert time.monotonic() < deadline, f"{len(sub.messages)} of {count} records arrived"
+        time.sleep(0.01)
     return list(sub.messages)
 
 
 def deal(lines: list[bytes], target: Path, fwd: Forwarder, sub: Subscriber,
          cuts: list[int]) -> list[tuple[int, list[tuple[int, int]]]]:
     """The table writes its day in pieces; after each, how many records the listener has
-    and which cards it has seen early."""
+    and which cards it has seen early. A piece is taken when each of its records is
+    published or held back; the listener has it when it holds every record published."""
     seen = []
     bounds = [0, *cuts, len(lines)]
     for a, b in itertools.pairwise(bounds):
         append(target, b"".join(lines[a:b]))
         deadline = time.monotonic() + 20
-        while fwd.cursors.get("BJ-01") is None or \
-                fwd.cursors["BJ-01"].offsets.get(target.name) != target.stat().st_size:
-            assert time.monotonic() < deadline, "the forwarder did not read the piece"
-            time.sleep(0.02)
-        got = settled(sub)  # what was published has reached the listener
+        while fwd.published + fwd.held < b:
+            assert time.monotonic() < deadline, "the forwarder did not take the piece"
+            time.sleep(0.01)
+        assert fwd.published + fwd.held == b and not fwd.duplicates
+        got = received(sub, fwd.published)
         seen.append((len(got), early_cards(got, lines[:b])))
     return seen
 

@@ -136,7 +136,7 @@ def test_a_broker_out_of_reach_is_one_line_and_its_return_another_never_a_traceb
         # its first attempt failed (however slow the start; a silent forwarder fails here)
         assert select.select([proc.stderr], [], [], 30)[0], "nothing said in 30 s"
         first = proc.stderr.readline()
-        time.sleep(2.0)  # four attempts more at 0.5 s
+        time.sleep(1.0)  # two attempts more at 0.5 s
         assert proc.poll() is None
         broker.start()
         out, err = proc.communicate(timeout=60)

@@ -25,13 +25,13 @@ say themselves as dicts (``to_record()``).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, MutableMapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
-import structlog
 
 from controller.audit.canonical import canonical_bytes
 from controller.audit.chain import (
@@ -95,16 +95,27 @@ def _encoded(value: Recordable) -> bytes:
         return canonical_bytes(value.to_record())
 
 
-class _ChainLogger(structlog.BoundLoggerBase):
-    """Bound logger with one method, ``record``, that runs the processors and calls ``msg``.
+class _Bound(Protocol):
+    def record(self, fields: Mapping[str, Any]) -> dict[str, Any]: ...
 
-    It passes the fields as a dict (not as keyword arguments of a structlog
+
+@functools.cache
+def _chain_logger() -> type:
+    """The bound logger class with one method, ``record``, that runs the processors and
+    calls ``msg``. It passes the fields as a dict (not as keyword arguments of a structlog
     method), so a payload key named ``event`` is an ordinary field.
-    """
 
-    def record(self, fields: Mapping[str, Any]) -> dict[str, Any]:
-        args, kw = self._process_event("msg", None, dict(fields))
-        return self._logger.msg(*args, **kw)
+    Built when the first log is opened: importing structlog takes 150 ms (its ``dev``
+    module pulls in rich), which a command that writes no log (``check`` without
+    ``--log``, the audit tools, ``--help``) need not pay."""
+    import structlog
+
+    class _ChainLogger(structlog.BoundLoggerBase):
+        def record(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+            args, kw = self._process_event("msg", None, dict(fields))
+            return self._logger.msg(*args, **kw)
+
+    return _ChainLogger
 
 
 def _as_kwargs(_logger: Any, _method: str,
@@ -160,15 +171,17 @@ class AuditLog:
         self._anchor_trouble: list[str] = []  # failures not yet taken (one per failing spell)
         self._anchors_failing = False
         self._encoded_outputs: dict[Any, bytes] = {}
+        import structlog
+
         self._log = structlog.wrap_logger(
             writer,
             processors=[_as_kwargs],
-            wrapper_class=_ChainLogger,
+            wrapper_class=_chain_logger(),
             context_class=dict,
             cache_logger_on_first_use=False,
         )
         # bound once: the lazy proxy binds anew on every call (11% of a record's cost)
-        self._bound: _ChainLogger = self._log.bind()
+        self._bound: _Bound = self._log.bind()
 
     @classmethod
     def open(
