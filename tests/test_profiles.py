@@ -213,6 +213,10 @@ def test_inspection_and_deck_lifecycle(name):
     assert p.deck_lifecycle.plastic_max_days == 10
     assert p.deck_lifecycle.plastic_day_count == "elapsed"
     assert p.deck_lifecycle.paper_same_day_only is True
+    # a DECK_EXPIRED cites this section: it names a paragraph that holds the age limit
+    # (PROCEDURES §2.1: 000 §1, 001 BP §1, 003 §1), the seed's own or the one applied
+    assert re.search(r"(000|001 BP|003) §1(?![\d.])", p.deck_lifecycle.source), \
+        p.deck_lifecycle.source
 
 
 @pytest.mark.parametrize("name", NAMES)
