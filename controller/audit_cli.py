@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,21 @@ def _key(command: str, path: str | None) -> bytes | None:
     if loaded.warning:
         _err(command, f"warning: {loaded.warning}")
     return loaded.key
+
+
+def _once(command: str, logs: list[str]) -> list[str]:
+    """The logs, each file once: a file named twice (a shell glob and its own name) would
+    be read twice — every round, card and count doubled. ``verify`` groups them itself."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for path in logs:
+        real = os.path.realpath(path)
+        if real in seen:
+            _err(command, f"note: {path} is given more than once: read once")
+            continue
+        seen.add(real)
+        out.append(path)
+    return out
 
 
 def _bar(args: argparse.Namespace) -> ProgressBar:
@@ -133,6 +149,7 @@ def _witness(where: str | None, public_key: str | None) -> tuple[list[Any], list
 def cmd_replay(args: argparse.Namespace) -> int:
     from controller.audit.replay import ReplayError, replay
 
+    args.logs = _once("replay", args.logs)
     try:
         with _bar(args) as bar:
             result = replay(args.logs, meter=bar.meter)
@@ -167,6 +184,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     except (KeyFileError, AnchorFileError) as exc:
         _err("report", str(exc))
         return EXIT_BAD_INPUT
+    args.logs = _once("report", args.logs)
     try:
         with _bar(args) as bar:
             report = build_report(args.logs, log_dirs=args.log_dir, key=key, anchors=anchors,

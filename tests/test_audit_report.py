@@ -504,3 +504,92 @@ def test_a_log_that_verifies_but_holds_odd_values_is_one_line_not_a_traceback(
     assert main(["audit", "report", "--no-progress", *args, str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot lay out the log" in err and "Traceback" not in err
+
+
+def test_cards_under_an_open_fault_stay_in_their_rounds_and_burns(tmp_path: Path) -> None:
+    """Every input under a device fault is logged in state ``device_fault``; the engine
+    still judges a card in the state the fault interrupted. The report filed those cards
+    by the record's state: "53 outside a round", rounds of "0 card(s)", burns missing."""
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    load = next(i for i, s in enumerate(steps) if s.event["type"] == "shoe_loaded")
+    bets = [i for i, s in enumerate(steps) if s.phase == "bets_closed"]
+
+
+    def fault(at: int, kind: str) -> None:
+        steps.insert(at, Step("fault", {"type": kind, "device": "shoe", "code": "jam",
+                                        "t": steps[at].event["t"]}))
+
+    # faults open over the burn, and from round 2's bets to round 4 (inserted from the end)
+    fault(bets[3], "device_ok")
+    fault(bets[1] + 1, "device_fault")
+    fault(bets[0], "device_ok")
+    fault(load + 1, "device_fault")
+    path = _write(tmp_path, "gr-blackjack", steps)
+    report = build_report([path])
+    text = render_text(report)
+    dealt = sum(1 for s in steps if s.event["type"] == "card")
+    burned = sum(1 for s in steps if s.phase in BURN_PHASES)
+    assert burned == 5 and f"cards {dealt} (burned {burned})" in text, text
+    assert "outside a round" not in text
+    assert _cards_in_rounds_entries(text) + _burned(text) == dealt
+    round2 = [s for s in steps if s.event["type"] == "card" and s.round == 2
+              and s.phase not in BURN_PHASES]
+    one = render_round(report, 2)
+    assert one is not None
+    for s in round2:  # each card with its time (read under the fault)
+        assert re.search(rf"{s.event['card']}\s+\S+\s+\S+\s+{_at(s.event['t'])}", one), one
+    assert "DEVICE_FAULT" in one.split("deviations in this round:")[1]
+
+
+def test_a_load_the_first_burn_card_implies_counts_that_card_burned(tmp_path: Path) -> None:
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    steps = [s for s in steps if s.event["type"] != "shoe_loaded"]
+    path = _write(tmp_path, "gr-blackjack", steps)
+    text = render_text(build_report([path]))
+    dealt = sum(1 for s in steps if s.event["type"] == "card")
+    assert f"cards {dealt} (burned 5)" in text and "outside a round" not in text, text
+    assert "load implied" in text
+
+
+def test_a_log_named_twice_is_read_once(known: tuple[Path, list[Step]],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    path, steps = known
+    rounds = sum(1 for s in steps if s.event["type"] == "bets_closed")
+    assert main(["audit", "report", str(path), str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert f"rounds {rounds}," in out and out.count("== table BJ-3") == 1
+    assert f"{path} is given more than once: read once" in err
+    assert main(["audit", "replay", str(path), str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "1 session(s): identical" in out and "read once" in err
+
+
+def test_the_view_of_a_round_names_a_forged_result_the_replay_disputes(
+        known: tuple[Path, list[Step]], tmp_path: Path) -> None:
+    """A round note edited and the chain re-hashed (no key, no anchors: the chain alone
+    cannot tell): the view made for a disputed hand says the replay differs there."""
+    from test_audit_helpers import rehash
+
+    path, _ = known
+    recs = [json.loads(line) for line in path.read_bytes().splitlines()]
+    at = next(i for i, r in enumerate(recs) if r.get("output", {}).get("kind") == "round"
+              and " lose" in r["output"]["text"])
+    note = recs[at]["output"]
+    forged_text = note["text"].replace(" lose", " win", 1)
+    note["text"] = forged_text
+    for i in range(at, len(recs)):
+        recs[i]["prev"] = recs[i - 1]["hash"]
+        recs[i] = rehash(recs[i])
+    forged = tmp_path / "forged.jsonl"
+    forged.write_bytes(b"".join(json.dumps(r, sort_keys=True, separators=(",", ":"),
+                                           ensure_ascii=False).encode() + b"\n" for r in recs))
+    report = build_report([forged])
+    assert report.verified
+    n = note["data"]["round"]
+    text = render_round(report, n)
+    assert text is not None
+    assert f"REPLAY DIFFERS: seq {recs[at]['seq']} (forged.jsonl:{at + 1})" in text, text
+    assert f"logged:   {forged_text}" in text
+    assert "1 difference(s) between the log and a replay" in text
+    other = render_round(report, n + 1)
+    assert other is not None and "REPLAY DIFFERS" not in other

@@ -98,6 +98,12 @@ class DayState:
         return self._state
 
     @property
+    def procedure_state(self) -> str:
+        """The state play is judged in: during a device fault, the state the fault
+        interrupted (every event but the fault's own is applied there), else ``state``."""
+        return self._resume if self._state == DEVICE_FAULT and self._resume else self._state
+
+    @property
     def current_shoe(self) -> Shoe:
         """The shoe being played (or the last one, its counts still on view)."""
         return self._shoe

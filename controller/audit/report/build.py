@@ -135,4 +135,5 @@ def build_report(paths: Iterable[str | os.PathLike[str]], *,
                   "damaged; what follows may not be what happened")]
     verdict += [f"  {line}" for line in checked.lines()]
     verdict += [f"  unreadable: {u}" for u in checked.unreadable]
-    return Report(builder.order, files, notes, checked.ok, verdict)
+    return Report(builder.order, files, notes, checked.ok, verdict,
+                  differences=list(builder.replayer.differences))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.audit.history import DEFAULT_K, utc_date
+from controller.audit.replay import Difference
 from controller.events import EventError, parse_time
 
 SEVERITIES = ("critical", "warning", "info")
@@ -84,6 +85,7 @@ class RoundInfo:
     note_text: str | None = None
     data: dict[str, Any] | None = None
     note_seq: int | None = None
+    file: str = ""  # the log file its bets_closed is in (a day's second chain restarts its seq)
     deviations: list[DevRow] = field(default_factory=list)
 
 
@@ -161,6 +163,9 @@ class Report:
     #: on a log that does not verify must say so before anything it reads from it
     verified: bool | None = None
     verdict: list[str] = field(default_factory=list)
+    #: where a replay of the log disagrees with it (``audit replay``'s differences): the
+    #: view of one round names those inside it
+    differences: list[Difference] = field(default_factory=list)
 
     def find_round(self, n: int, table: str | None = None) -> list[tuple[DayReport, RoundInfo]]:
         return [(d, r) for d in self.days for r in d.rounds

@@ -6,8 +6,10 @@ the cards and the result) and its inputs (each card's time and sequence number).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from controller.audit.replay import Difference
 from controller.audit.report.model import DayReport, Report, RoundInfo, clock, list_at
 from controller.screening.evidence import run_text
 
@@ -116,6 +118,32 @@ def render_round(report: Report, n: int, table: str | None = None) -> str | None
     out: list[str] = [*report.verdict, ""] if report.verdict else []
     for day, r in found:
         out += round_lines(day, r)
+        for d in differences_in(report, r):
+            out += difference_lines(d)
         out.append("")
+    for note in report.notes:
+        out.append(f"note: {note}")
     return "\n".join(out).rstrip() + "\n"
+
+
+def difference_lines(d: Difference) -> list[str]:
+    """One difference, short: where and what, and the two texts of a note or deviation
+    (the records themselves: ``audit replay``)."""
+    out = [f"  REPLAY DIFFERS: seq {d.seq} ({os.path.basename(d.file)}:{d.line}): {d.what}"]
+    for name, value in (("logged", d.logged), ("replayed", d.replayed)):
+        if isinstance(value, dict) and isinstance(value.get("text") or value.get("message"),
+                                                  str):
+            out.append(f"    {name + ':':9} {value.get('text') or value.get('message')}")
+    return out
+
+
+def differences_in(report: Report, r: RoundInfo) -> list[Difference]:
+    """The replay's differences from the log within round ``r`` (from its bets to its round
+    note): a forged result shows where the auditor is looking, not only in the full
+    report."""
+    if r.seq is None:
+        return []
+    last = r.note_seq if r.note_seq is not None else r.seq
+    return [d for d in report.differences
+            if d.seq is not None and r.seq <= d.seq <= last and d.file == r.file]
 

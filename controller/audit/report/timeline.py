@@ -89,8 +89,20 @@ class DayBuilder:
         if kind == "input":
             event = dict_at(r, "event")
             self.time = time_of(r, event)
-            before = r.get("state")
-            self.replayer.feed(rec)
+            engine = self._engine()
+            if engine is None or event.get("type") != "card":
+                before = r.get("state")
+                self.replayer.feed(rec)
+            else:  # where the engine put the card (the record's state says device_fault
+                # during a fault, load where the card implied the load)
+                before = engine.procedure_state
+                burned = engine.accounting().burned
+                self.replayer.feed(rec)
+                if self._engine() is engine:
+                    if engine.accounting().burned > burned:
+                        before = "burn"
+                    elif before == "load":
+                        before = "ready"  # the load implied, no burn due: a card before bets
             self._input(rec, event, before)
         elif kind == "output":
             self.replayer.feed(rec)
@@ -177,7 +189,8 @@ class DayBuilder:
         elif etype == "bets_closed":
             rnd = engine.round if engine is not None else rec.record.get("round")
             bets = {k: v for k, v in event.items() if k in ("boxes", "players")}
-            self.round = RoundInfo(int(rnd or 0), int(shoe or 0), seq, self.time, bets=bets)
+            self.round = RoundInfo(int(rnd or 0), int(shoe or 0), seq, self.time, bets=bets,
+                                   file=rec.file)
             day.rounds.append(self.round)
             if info is not None:
                 info.rounds += 1
@@ -266,7 +279,7 @@ class DayBuilder:
                 self.early_devs.append(row)  # laid out with the round the card went into
             elif self.round is not None and rnd == self.round.round and \
                     state in ("round", "last_round", "ready", "shoe_complete", "burn",
-                              "return_discards"):
+                              "return_discards", "device_fault"):
                 self.round.deviations.append(row)
             timeline.append(Entry(self.time, rec.seq, row.code, row.message,
                                   severity=row.severity, note=run_text(row.evidence)))
