@@ -202,7 +202,9 @@ class Dealing(Preparation):
         if self._shoe.cut_card_out:
             raise Refused("the cut card already came out in this shoe")
         self._shoe.cut_card_out = True
-        if measured:  # (where it came out, when a reader saw it)
+        if measured and not self._shoe.unshuffled:  # (where it came out, when a reader saw
+            # it; not in a shoe dealt unshuffled: its pack may be the last shoe's remainder,
+            # and the position measured against a whole pack would be a second, false slip)
             check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
                                   out)
         no_round = self.profile.cut_card.first_card_of_round == "no-round"

@@ -76,7 +76,7 @@ class Preparation(DayState):
                                   "the pack", step=through))
         self._begin_shoe(out)
         if not self._shoe.shuffled:
-            self._shoe.shuffled = True
+            self._shoe.shuffled = self._shoe.unshuffled = True
             out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since the "
                                   "last shoe", step=through))
         if p.cut.required and not self._shoe.cut_done:

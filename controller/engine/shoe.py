@@ -48,6 +48,9 @@ class Shoe:
     cut_done: bool = False
     cut_card_set: bool = False
     loaded: bool = False
+    #: dealt with no shuffle since the last shoe (SHUFFLE_MISSING): the pack may be the last
+    #: shoe's remainder (play resumed after players left, 000 §9), its count unknown
+    unshuffled: bool = False
     # its cards
     in_shoe: int = 0
     dealt: int = 0
