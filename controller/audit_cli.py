@@ -20,6 +20,7 @@ No traceback for bad input: every error is one line on stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -52,6 +53,22 @@ def _key(command: str, path: str | None) -> bytes | None:
     if loaded.warning:
         _err(command, f"warning: {loaded.warning}")
     return loaded.key
+
+
+def _wrong_file(command: str, logs: list[str]) -> bool:
+    """Say so of a file given that is no audit log at all (empty, or another program's
+    JSON lines): the wrong file, not a log that was altered. True when one was."""
+    from controller.audit.sets import not_a_log
+
+    wrong = False
+    for path in logs:
+        why = None
+        with contextlib.suppress(OSError):
+            why = not_a_log(Path(path)) if Path(path).is_file() else None
+        if why is not None:
+            _err(command, f"{path}: {why}")
+            wrong = True
+    return wrong
 
 
 def _once(command: str, logs: list[str]) -> list[str]:
@@ -150,6 +167,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from controller.audit.replay import ReplayError, replay
 
     args.logs = _once("replay", args.logs)
+    if _wrong_file("replay", args.logs):
+        return EXIT_BAD_INPUT
     try:
         with _bar(args) as bar:
             result = replay(args.logs, meter=bar.meter)
@@ -185,6 +204,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         _err("report", str(exc))
         return EXIT_BAD_INPUT
     args.logs = _once("report", args.logs)
+    if _wrong_file("report", args.logs):
+        return EXIT_BAD_INPUT
     try:
         with _bar(args) as bar:
             report = build_report(args.logs, log_dirs=args.log_dir, key=key, anchors=anchors,

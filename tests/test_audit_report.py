@@ -593,3 +593,31 @@ def test_the_view_of_a_round_names_a_forged_result_the_replay_disputes(
     assert "1 difference(s) between the log and a replay" in text
     other = render_round(report, n + 1)
     assert other is not None and "REPLAY DIFFERS" not in other
+
+
+def test_every_deviation_in_the_text_report_names_its_rule(tmp_path: Path) -> None:
+    """The rule (profile and seed paragraph) by each deviation, as `check` and the HTML
+    give it: in the day's list by code, the timeline and a round's view."""
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    bets = next(i for i, s in enumerate(steps) if s.phase == "bets_closed" and s.round == 2)
+    steps.insert(bets, steps.pop(bets + 1))  # a card before the bets closed
+    path = _write(tmp_path, "gr-blackjack", steps)
+    report = build_report([path])
+    rule = load_profile("gr-blackjack").rule("dealing")
+    assert rule.startswith("gr-blackjack 000 §")
+    text = render_text(report)
+    assert f"CARD_BEFORE_BETS_CLOSED [critical]: 1 ({rule})" in text
+    assert re.search(rf"! CARD_BEFORE_BETS_CLOSED \[critical\] .* \({re.escape(rule)}\)", text)
+    one = render_round(report, 2)
+    assert one is not None and re.search(
+        rf"seq \d+: CARD_BEFORE_BETS_CLOSED \[critical\] .* \({re.escape(rule)}\)", one)
+
+
+def test_a_void_stud_hand_shows_no_rank(tmp_path: Path) -> None:
+    steps = _steps("gr-stud-poker", seed=1, shoes=1)
+    first = next(s for s in steps if s.event["type"] == "card" and s.event.get("to") == "P1")
+    steps.insert(steps.index(first), Step("extra", {**first.event, "card": "2C"},
+                                          first.shoe, first.round))  # a card too many: void
+    path = _write(tmp_path, "gr-stud-poker", steps)
+    one = render_round(build_report([path]), first.round)
+    assert one is not None and "VOID" in one and "(None)" not in one, one

@@ -867,3 +867,42 @@ def test_a_log_too_big_to_read_is_one_line_not_a_traceback(
     assert main(["audit", "verify", str(log)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "too long to read in memory" in err
+
+
+@pytest.mark.parametrize("command", ["verify", "report", "replay"])
+def test_the_wrong_file_is_said_to_be_the_wrong_file_not_an_edited_log(
+        plain: LogSet, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        command: str) -> None:
+    """A directory, an empty file, an input stream given instead of its log: each says
+    what it is (exit 2), where verify called an input stream '[edited]', a directory 'no
+    such file', and an empty file 'ok: 0 record(s) verified' (an auditors' review)."""
+    stream = tmp_path / "stream.jsonl"
+    stream.write_text('{"type": "table_open", "table": "T1", "decks": 6}\n'
+                      '{"type": "deck_check", "cards": []}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    cases = {tmp_path: "a directory, not a log file" if command == "verify"
+             else "cannot read: Is a directory",
+             empty: "empty: it holds no record",
+             stream: "not an audit log: its lines are JSON objects with no seq, hash or kind"}
+    for path, why in cases.items():
+        assert main(["audit", command, "--no-progress", str(path)]) == 2, path
+        err = capsys.readouterr().err
+        assert f"{path}: {why}" in err, err
+    # a log whose first line was edited is still a log that was edited
+    lines = read_lines(plain.files[0])
+    first = json.loads(lines[0])
+    first["table"] = "T9"
+    write_lines(plain.files[0], [line_of(first), *lines[1:]])
+    assert main(["audit", "verify", str(plain.files[0])]) == 1
+    assert "[edited]" in capsys.readouterr().out
+
+
+def test_line_endings_converted_to_crlf_are_named(plain: LogSet,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = plain.files[0]
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert main(["audit", "verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "line 1 (seq 1): line is not in canonical form" in out
+    assert "it ends in CR LF where the table writes LF" in out

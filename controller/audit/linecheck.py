@@ -384,8 +384,11 @@ class ChainState:
                                EDITED)
 
         if canonical_text(record) != body:
-            raise BadLine(seq, "line is not in canonical form (re-encoded, or duplicate keys)",
-                           EDITED)
+            crlf = body.endswith("\r") and canonical_text(record) == body[:-1]
+            raise BadLine(seq, "line is not in canonical form (re-encoded, or duplicate keys)"
+                          + ("; it ends in CR LF where the table writes LF: the file's line "
+                             "endings were converted (an editor, a text-mode copy)" if crlf
+                             else ""), EDITED)
 
         unhashed = _without_member(body, "hash", record["hash"])
         if unhashed is None or \

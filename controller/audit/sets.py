@@ -180,6 +180,35 @@ def _first_record(path: Path) -> dict[str, object] | None:
     return obj if isinstance(obj, dict) else None
 
 
+_RECORD_KEYS = ("seq", "hash", "kind")
+
+
+def not_a_log(path: Path) -> str | None:
+    """Why the file is no audit log at all — empty, or its first two lines JSON objects
+    with none of a record's own fields (an input stream given by mistake) — or None. Such
+    a file is the wrong file, not an altered log: an auditor is not told it was edited.
+    (A log with a line torn or edited is a log: the chain check says where.)"""
+    with open(path, "rb") as f:
+        head = [f.readline(), f.readline()]
+    if not head[0]:
+        return ("empty: it holds no record (a table's log starts with its header; the file "
+                "was made and never written, or emptied)")
+    objects = []
+    for line in head:
+        if not line.strip():
+            continue
+        try:
+            obj = jsontext.loads(line)
+        except JsonTextError:
+            return None
+        objects.append(obj)
+    if objects and all(isinstance(o, dict) and not any(k in o for k in _RECORD_KEYS)
+                       for o in objects):
+        return ("not an audit log: its lines are JSON objects with no seq, hash or kind "
+                "(an input stream, or another program's file?)")
+    return None
+
+
 def _table_of(path: Path, first: dict[str, object] | None) -> str:
     if first is not None and isinstance(first.get("table"), str):
         return str(first["table"])
@@ -213,11 +242,17 @@ def verify_set(
             continue
         seen.add(real)
         try:
+            if path.is_dir():
+                raise IsADirectoryError("a directory, not a log file")
             if not path.is_file():
                 raise FileNotFoundError("no such file")
             first = _first_record(path)
+            why = not_a_log(path)
         except OSError as exc:
             report.unreadable.append(f"{path}: {exc.strerror or exc}")
+            continue
+        if why is not None:
+            report.unreadable.append(f"{path}: {why}")
             continue
         groups[(_table_of(path, first), os.path.dirname(os.path.realpath(path)))].append(path)
     by_table: dict[str | None, list[Anchor]] = defaultdict(list)

@@ -53,7 +53,7 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
     if r.deviations:
         out.append("  deviations in this round:")
         for d in r.deviations:
-            out.append(f"    seq {d.seq}: {d.code} [{d.severity}] {d.message}")
+            out.append(f"    seq {d.seq}: {d.code} [{d.severity}] {d.message} ({d.rule})")
             run = run_text(d.evidence)
             if run:
                 out.append(f"      {run}")
@@ -88,8 +88,9 @@ def _result_lines(data: dict[str, Any]) -> list[str]:
     elif isinstance(hands, dict):  # stud poker
         out.append("  hands:")
         for name, h in hands.items():
+            rank = f" ({h.get('rank')})" if h.get("rank") is not None else ""
             extra = " VOID" if h.get("void") else ""
-            out.append(f"    {name}: {_hand_text(h.get('cards'), None)} ({h.get('rank')}){extra}")
+            out.append(f"    {name}: {_hand_text(h.get('cards'), None)}{rank}{extra}")
         results = data.get("results")
         if isinstance(results, dict):
             for name, res in results.items():

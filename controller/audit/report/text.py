@@ -49,8 +49,9 @@ def day_summary(day: DayReport) -> list[str]:
     if day.deviations:
         out.append(f"  deviations: {len(day.deviations)} ("
                    + ", ".join(f"{s} {n}" for s, n in sev.items()) + ")")
+        rules = {d.code: d.rule for d in day.deviations}
         for code, severity, n in day.by_code():
-            out.append(f"    {code} [{severity}]: {n}")
+            out.append(f"    {code} [{severity}]: {n} ({rules[code]})")
     else:
         out.append("  deviations: none")
     if day.faults:

@@ -281,7 +281,7 @@ class DayBuilder:
                     state in ("round", "last_round", "ready", "shoe_complete", "burn",
                               "return_discards", "device_fault"):
                 self.round.deviations.append(row)
-            timeline.append(Entry(self.time, rec.seq, row.code, row.message,
+            timeline.append(Entry(self.time, rec.seq, row.code, f"{row.message} ({row.rule})",
                                   severity=row.severity, note=run_text(row.evidence)))
         elif otype == "note":
             self._note(day, timeline, rec, out)
