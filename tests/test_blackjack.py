@@ -294,6 +294,29 @@ def test_an_initial_deal_in_another_order_is_one_deal_order_and_judged_as_dealt(
     assert [c["card"][0] for c in plain.data["cards"] if c["to"] == "box2"] == ["7", "6"]
 
 
+@pytest.mark.parametrize("name", BJ)
+@pytest.mark.parametrize("when", ["initial deal", "play"])
+def test_a_card_to_a_box_with_no_bet_is_deal_order_and_in_no_hand(name: str, when: str) -> None:
+    """Cards go only to the boxes with a bet (000 §12α, 002 §3 3.4, 004 §3.10). A card
+    named to another box was laid in the next place: in play the dealer's draw, busting a
+    dealer on 16 and paying box 2 (a review's miss, with a wrong settlement)."""
+    hole = prof(name).blackjack.dealer_hole_card  # type: ignore[union-attr]
+    stray = {"card": "6", "to": "box5"}
+    deal = ["T", "9", "7", *(["5"] if hole else [])]  # box 2 T 7, the dealer 9 (+5)
+    draw = "3" if hole else "8"  # the dealer to 17
+    if when == "initial deal":
+        script = [deal[0], stray, *deal[1:], "stand", draw]
+    else:
+        script = [*deal, "stand", stray, draw]
+    r = play(name, [2], *script)
+    assert r.codes == Counter({"DEAL_ORDER": 1}), r.codes
+    dev = r.devs("DEAL_ORDER")[0]
+    assert dev.evidence["to"] == "box5" and dev.evidence["boxes"] == [2]
+    assert r.hand("box2")["total"] == 17
+    assert r.dealer()["total"] == 17 and "6" not in [c[0] for c in r.dealer()["cards"]]
+    assert {"card": dev.evidence["card"], "to": "discard", "why": "no bet"} in r.data["cards"]
+
+
 @pytest.mark.parametrize("name", NO_HOLE)
 def test_a_card_of_the_initial_deal_named_to_a_hand_owed_none_is_laid_in_order(name: str) -> None:
     # box 1 has both its cards: a card named to it is the next place's (box 2's second)

@@ -20,7 +20,8 @@ is the full description; in short:
 * A card event's ``to`` ("box3", "box3.2", "dealer", "discard") says where the card went;
   it is checked against the rules: a card named to a finished hand is
   ``CARD_TO_FINISHED_HAND``; a card named to a later hand, or to the dealer, finishes the
-  hands before it as if they had stood.
+  hands before it as if they had stood; a card named to a box with no bet is
+  ``DEAL_ORDER`` and lies in no hand.
 * ``exposed`` cards are burned (000 §7, ``EXPOSED_CARD`` info); ``unrequested`` cards are
   offered to the next hands (``accept`` / ``decline``), then to the dealer until 17, and
   the rest are burned; a hand that declines is finished.
@@ -201,6 +202,19 @@ class BlackjackReferee(CardLedger):
                 card=str(card), round=self.round_no, handling="burn"))
             self.recs.append(_Rec(card, None, "exposed"))
             return out
+        unbet = self._unbet_box(to) if to and self.boxes else None
+        if unbet is not None:
+            if not self.out_of_order:
+                self.out_of_order = True
+                out.append(self.make(
+                    "DEAL_ORDER",
+                    f"round {self.round_no}: {card} dealt to box{unbet}, which has no bet "
+                    f"(bets on box(es) {', '.join(str(b.number) for b in self.boxes)}): "
+                    "cards go to the boxes with a bet only",
+                    round=self.round_no, card=str(card), to=f"box{unbet}",
+                    boxes=[b.number for b in self.boxes]))
+            self.recs.append(_Rec(card, None, "no bet"))  # in no hand: no one's card
+            return out
         if not self.initial_done:
             out += self._initial(card, to)
         elif event.unrequested:
@@ -332,6 +346,16 @@ class BlackjackReferee(CardLedger):
                         box.hands[-1])
         i = int(m.group(2)) - 1
         return box.hands[i] if i < len(box.hands) else None
+
+    def _unbet_box(self, text: str) -> int | None:
+        """The box ``card.to`` names when it is none of the round's boxes (000 §12α, 002 §3
+        3.4, 004 §3.10: one card to each box with a bet); None otherwise — a box in play,
+        a hand of one (``box2.3``), the dealer, a name that is no box."""
+        m = _BOX.match(text)
+        if not m:
+            return None
+        number = int(m.group(1))
+        return None if any(b.number == number for b in self.boxes) else number
 
     def _burns(self) -> bool:
         return self.profile.exposed_card.handling == "burn"
