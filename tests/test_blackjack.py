@@ -204,6 +204,10 @@ def test_dealer_rule_on_every_total(name: str, kind: str, total: int) -> None:
         assert drew.codes == Counter({"DEALER_DRAW_RULE": 1})
         assert drew.dealer()["total"] == total  # the card drawn in error does not count
         assert drew.dealer()["void"][0][0] == "2"
+        # drawing on is the same slip: one deviation a round, every card noted
+        on = play(name, [1], *deal(name, "T", up, "K", hole), "stand", *rest, "2", "3", "4")
+        assert on.codes == Counter({"DEALER_DRAW_RULE": 1}), on.codes
+        assert [c[0] for c in on.dealer()["void"]] == ["2", "3", "4"]
 
 
 def test_dealer_hitting_soft_17_when_a_profile_says_so() -> None:

@@ -526,6 +526,8 @@ class BlackjackReferee(CardLedger):
         rec = _Rec(card, self.dealer, "dealer")
         self.recs.append(rec)
         self.dealer.voids.append(rec)
+        if len(self.dealer.voids) > 1:  # drawing on after the first draw flagged: the same
+            return []  # slip, once a round (as baccarat's DRAW_RULE); the cards are noted
         what = ("blackjack (the round ended at the peek)" if self.peeked_blackjack
                 else f"{'soft ' if soft else ''}{total}")
         return [self.make(
