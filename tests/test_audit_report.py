@@ -621,3 +621,41 @@ def test_a_void_stud_hand_shows_no_rank(tmp_path: Path) -> None:
     path = _write(tmp_path, "gr-stud-poker", steps)
     one = render_round(build_report([path]), first.round)
     assert one is not None and "VOID" in one and "(None)" not in one, one
+
+
+def test_a_rounds_view_names_its_dealer_and_its_last_hand(
+        known: tuple[Path, list[Step]]) -> None:
+    """What a disputed hand needs beside its cards: who dealt it (the last dealer change
+    before it) and, for the shoe's last hand, when the cut card came out."""
+    path, steps = known
+    report = build_report([path])
+    change = next(s.event for s in steps if s.event["type"] == "dealer_change")
+    changed_before = next(s.round for s in steps[steps.index(next(
+        s for s in steps if s.event is change)):] if s.phase == "bets_closed")
+    before = render_round(report, changed_before - 1)
+    after = render_round(report, changed_before)
+    assert before is not None and after is not None
+    assert "dealer: not recorded (no dealer change before this round)" in before
+    assert f"dealer: D9 (since {_at(change['t'])})" in after
+    for cut in (s for s in steps if s.event["type"] == "cut_card"):
+        last = render_round(report, cut.round)
+        assert last is not None
+        assert (f"last hand of the shoe: the cut card came out {_at(cut.event['t'])}"
+                in last), last
+        assert "last hand" not in (render_round(report, cut.round - 1) or "")
+
+
+def test_the_devices_at_the_table_are_listed(tmp_path: Path) -> None:
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    shoe = {"type": "device_connected", "device": "shoe", "driver": "swshoe",
+            "port": "/dev/ttyUSB0", "model": "SW-SHOE-1", "serial": "SH000042",
+            "firmware": "2.4.1", "t": steps[0].event["t"]}
+    steps.insert(1, Step("device", shoe))
+    report = build_report([_write(tmp_path, "gr-blackjack", steps)])
+    text = render_text(report)
+    assert "devices: 1 identified" in text
+    assert (f"{_at(shoe['t'])} shoe: SW-SHOE-1 SH000042, firmware 2.4.1 on /dev/ttyUSB0"
+            in text), text
+    assert "SH000042" in render_html(report)
+    assert re.search(r"shoe 1: \d+ round\(s\), \d+ card\(s\), \d+ burned, cut at \d+",
+                     render_html(report))

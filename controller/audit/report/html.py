@@ -20,7 +20,7 @@ from controller.audit.report.model import (
     clock,
 )
 from controller.audit.report.rounds import round_lines
-from controller.audit.report.text import day_summary, entry_text
+from controller.audit.report.text import day_summary, entry_text, shoe_heading
 from controller.events import parse_time
 from controller.screening.evidence import run_text
 
@@ -226,7 +226,7 @@ def _timeline(day: DayReport) -> str:
 
     section("opening", day.opening)
     for n, s in sorted(day.shoes.items()):
-        section(f"shoe {n}: {s.rounds} round(s), {s.cards} card(s), {s.burns} burned", s.entries)
+        section(shoe_heading(n, s), s.entries)
     section("closing", day.closing)
     return "".join(out)
 

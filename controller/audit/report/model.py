@@ -87,6 +87,11 @@ class RoundInfo:
     note_seq: int | None = None
     file: str = ""  # the log file its bets_closed is in (a day's second chain restarts its seq)
     deviations: list[DevRow] = field(default_factory=list)
+    #: the dealer on duty when its bets closed (the last dealer_change before it), and since
+    dealer: tuple[str, str] | None = None
+    #: the cut card coming out in the round (time, seq) and the last-hand note's text
+    cut_card: tuple[str, int | None] | None = None
+    last_hand: str | None = None
 
 
 @dataclass
@@ -123,6 +128,8 @@ class DayReport:
     deviations: list[DevRow] = field(default_factory=list)
     faults: list[dict[str, Any]] = field(default_factory=list)
     dealer_changes: list[dict[str, Any]] = field(default_factory=list)
+    #: the devices identified at the table (``device_connected``): time, seq and identity
+    devices: list[dict[str, Any]] = field(default_factory=list)
     cards: int = 0
     burns: int = 0
     sabot_k: int = DEFAULT_K

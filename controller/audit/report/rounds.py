@@ -21,7 +21,13 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
            f"game {day.game})",
            f"  bets closed {clock(r.start)} (seq {r.seq})"
            + "".join(f", {k} {v}" for k, v in r.bets.items())
-           + (f"; round ended {clock(r.end)}" if r.end else "; the round did not end")]
+           + (f"; round ended {clock(r.end)}" if r.end else "; the round did not end"),
+           f"  dealer: {r.dealer[0]} (since {clock(r.dealer[1])})" if r.dealer else
+           "  dealer: not recorded (no dealer change before this round)"]
+    if r.cut_card is not None or r.last_hand is not None:
+        cut = (f"the cut card came out {clock(r.cut_card[0])} (seq {r.cut_card[1]})"
+               if r.cut_card is not None else "")
+        out.append("  last hand of the shoe: " + "; ".join(x for x in (cut, r.last_hand) if x))
     cards = list_at(data, "cards")
     times = r.inputs if len(r.inputs) == len(cards) else []
     if r.early:

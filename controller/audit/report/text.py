@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from controller.audit.report.model import DayReport, Entry, Report, clock
+from controller.audit.report.model import DayReport, Entry, Report, ShoeInfo, clock
 
 
 def entry_text(e: Entry) -> str:
@@ -61,6 +61,14 @@ def day_summary(day: DayReport) -> list[str]:
             out.append(f"    {clock(f['time'])} {f['device']}: {f['code']} ({cleared})")
     else:
         out.append("  device faults: none")
+    if day.devices:
+        out.append(f"  devices: {len(day.devices)} identified")
+        for d in day.devices:
+            who = " ".join(str(d[k]) for k in ("model", "serial") if d.get(k))
+            fw = f", firmware {d['firmware']}" if d.get("firmware") else ""
+            port = f" on {d['port']}" if d.get("port") else ""
+            out.append(f"    {clock(d['time'])} {d.get('device')}: {who or '?'}{fw}{port} "
+                       f"(seq {d['seq']})")
     if day.dealer_changes:
         out.append(f"  dealer changes: {len(day.dealer_changes)}")
         for c in day.dealer_changes:
@@ -69,6 +77,12 @@ def day_summary(day: DayReport) -> list[str]:
     else:
         out.append("  dealer changes: none")
     return out
+
+
+def shoe_heading(n: int, s: ShoeInfo) -> str:
+    """A shoe's heading in the timeline (text and HTML alike)."""
+    return (f"shoe {n}: {s.rounds} round(s), {s.cards} card(s), {s.burns} burned"
+            + (f", cut at {s.cut_offset}" if s.cut_offset is not None else ""))
 
 
 def timeline_lines(day: DayReport) -> list[str]:
@@ -85,9 +99,7 @@ def timeline_lines(day: DayReport) -> list[str]:
 
     section("opening", day.opening)
     for n, s in sorted(day.shoes.items()):
-        head = (f"shoe {n}: {s.rounds} round(s), {s.cards} card(s), {s.burns} burned"
-                + (f", cut at {s.cut_offset}" if s.cut_offset is not None else ""))
-        section(head, s.entries)
+        section(shoe_heading(n, s), s.entries)
     section("closing", day.closing)
     return out
 

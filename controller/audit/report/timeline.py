@@ -45,6 +45,9 @@ class DayBuilder:
         #: the deviations that flagged them
         self.early: list[CardRow] = []
         self.early_devs: list[DevRow] = []
+        #: the cut card out between rounds, and its last-hand note: the next round's
+        self.cut_pending: tuple[str, int | None] | None = None
+        self.last_pending: str | None = None
 
     # ------------------------------------------------------------------ days and shoes
 
@@ -161,6 +164,7 @@ class DayBuilder:
             what = "closing check" if state == "closing_check" else "check"
             timeline.append(Entry(self.time, seq, what, f"{n} card(s) counted"))
         elif etype == "shuffle":
+            self.cut_pending = self.last_pending = None  # (a shoe ended with no round after)
             timeline.append(Entry(self.time, seq, "reshuffle" if shoe and shoe > 1 else "shuffle"))
         elif etype == "cut":
             if info is not None:
@@ -183,14 +187,21 @@ class DayBuilder:
                 measured = engine.accounting().in_shoe
             if info is not None and measured is not None:
                 info.cut_card_measured = measured
+            if self.round is not None and self.round.end is None:
+                self.round.cut_card = (self.time, seq)  # in the round: its last hand
+            else:
+                self.cut_pending = (self.time, seq)  # between rounds: the next is
             timeline.append(Entry(self.time, seq, "cut card out",
                                   f"{measured} card(s) behind it (measured){self._window(day)}"
                                   if measured is not None else ""))
         elif etype == "bets_closed":
             rnd = engine.round if engine is not None else rec.record.get("round")
             bets = {k: v for k, v in event.items() if k in ("boxes", "players")}
+            dealer = day.dealer_changes[-1] if day.dealer_changes else None
             self.round = RoundInfo(int(rnd or 0), int(shoe or 0), seq, self.time, bets=bets,
-                                   file=rec.file)
+                                   file=rec.file,
+                                   dealer=(str(dealer["dealer"]), str(dealer["time"]))
+                                   if dealer else None)
             day.rounds.append(self.round)
             if info is not None:
                 info.rounds += 1
@@ -204,6 +215,9 @@ class DayBuilder:
                              last=self.round.round, end=self.time)
                 timeline.append(last)
             self.rounds_entry = last
+            if self.cut_pending is not None or self.last_pending is not None:
+                self.round.cut_card, self.round.last_hand = self.cut_pending, self.last_pending
+                self.cut_pending = self.last_pending = None
             if self.early:  # dealt into this round before its bets closed
                 self.round.early, self.early = self.early, []
                 self.round.deviations += self.early_devs
@@ -222,6 +236,10 @@ class DayBuilder:
             day.closing.append(Entry(self.time, seq, "close"))
         elif etype == "players_left":
             timeline.append(Entry(self.time, seq, "players left", "cards withdrawn"))
+        elif etype == "device_connected":
+            day.devices.append({"time": self.time, "seq": seq, **{
+                k: event.get(k) for k in ("device", "driver", "port", "kind", "model",
+                                          "serial", "firmware")}})
 
     def flush_early(self) -> None:
         """Cards dealt before bets closed that no round followed: still on the timeline."""
@@ -301,6 +319,10 @@ class DayBuilder:
                     break
         elif kind == "last_hand":
             timeline.append(Entry(self.time, rec.seq, "last hand", text))
+            if self.round is not None and data.get("round") == self.round.round:
+                self.round.last_hand = text
+            elif "round" not in data:
+                self.last_pending = text  # the next round is the last hand
         elif kind == "dealer_change":
             day.dealer_changes.append({"time": self.time, "seq": rec.seq,
                                        "dealer": data.get("dealer"),
