@@ -206,6 +206,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     args.logs = _once("report", args.logs)
     if _wrong_file("report", args.logs):
         return EXIT_BAD_INPUT
+    for d in args.log_dir or ():
+        if not Path(d).is_dir():  # (the sabot history would be read from nowhere, unsaid)
+            _err("report", f"--log-dir {d}: no such directory")
+            return EXIT_BAD_INPUT
     try:
         with _bar(args) as bar:
             report = build_report(args.logs, log_dirs=args.log_dir, key=key, anchors=anchors,
@@ -226,6 +230,11 @@ def cmd_report(args: argparse.Namespace) -> int:
                 return EXIT_BAD_INPUT
             rounds = report.find_round(args.round, args.table)
         else:
+            if args.table is not None:  # one table's days of the logs given
+                report.days = [d for d in report.days if d.table == args.table]
+                if not report.days:
+                    _err("report", f"no day of table {args.table} in the log(s)")
+                    return EXIT_BAD_INPUT
             text = render_text(report)
         page = render_html(report, rounds) if args.html else None
     except Exception as exc:
@@ -254,6 +263,8 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
     if not Path(args.log).is_file():
         _err("recover", f"{args.log}: no such file")
+        return EXIT_BAD_INPUT
+    if _wrong_file("recover", [args.log]):  # (nothing of a table's to recover: left as is)
         return EXIT_BAD_INPUT
     try:
         key = _key("recover", args.key)
@@ -327,7 +338,7 @@ def register(sub: Any) -> None:
                         "the anchors too")
     report.add_argument("--round", type=int, metavar="N",
                         help="lay out round N card by card (a disputed round)")
-    report.add_argument("--table", help="with --round: only this table")
+    report.add_argument("--table", help="only this table (with --round: its round N)")
     report.add_argument("--html", metavar="FILE", help="also write one self-contained HTML file")
     report.add_argument("--log-dir", action="append", metavar="DIR",
                         help="where the logs of earlier days are (sabot rotation); "

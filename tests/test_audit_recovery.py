@@ -267,3 +267,15 @@ def test_recover_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["audit", "recover", str(path)]) == 1
     assert "refused" in capsys.readouterr().err
     assert main(["audit", "recover", str(tmp_path / "nope.jsonl")]) == 2
+
+
+def test_recover_leaves_a_file_that_is_no_log_as_it_is(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty file had a recovery record written into it ('state None, shoe None')."""
+    from controller.cli import main
+
+    empty = tmp_path / "T1-2026-11-21.jsonl"
+    empty.write_bytes(b"")
+    assert main(["audit", "recover", str(empty)]) == 2
+    assert "empty: it holds no record" in capsys.readouterr().err
+    assert empty.read_bytes() == b""

@@ -224,6 +224,18 @@ def test_report_cli(known: tuple[Path, list[Step]], tmp_path: Path,
     html_file = tmp_path / "r.html"
     assert main(["audit", "report", str(path), "--html", str(html_file)]) == 0
     assert html_file.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    # --table alone: that table's days (was ignored); a --log-dir that is not there is said
+    other = _write(tmp_path, "gr-banco-punto", table_day(
+        load_profile("gr-banco-punto"), 1, DayPlan(shoes=1, table="BP-1", start=START)),
+        "other.jsonl")
+    capsys.readouterr()
+    assert main(["audit", "report", str(path), str(other), "--table", "BP-1"]) == 0
+    out = capsys.readouterr().out
+    assert "== table BP-1" in out and "== table BJ-3" not in out
+    assert main(["audit", "report", str(path), "--table", "NOPE"]) == 2
+    assert "no day of table NOPE" in capsys.readouterr().err
+    assert main(["audit", "report", str(path), "--log-dir", str(tmp_path / "nowhere")]) == 2
+    assert "--log-dir" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- HTML
@@ -659,3 +671,23 @@ def test_the_devices_at_the_table_are_listed(tmp_path: Path) -> None:
     assert "SH000042" in render_html(report)
     assert re.search(r"shoe 1: \d+ round\(s\), \d+ card\(s\), \d+ burned, cut at \d+",
                      render_html(report))
+
+
+def test_a_card_laid_on_a_finished_hand_is_marked_void_in_the_rounds_view(
+        tmp_path: Path) -> None:
+    """It was shown as an ordinary hit, and the hand's line left it out unsaid."""
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    end = next(i for i, s in enumerate(steps) if s.phase == "round_end" and s.round == 2)
+    dealt = [s for s in steps[:end] if s.event["type"] == "card" and s.round == 2
+             and s.phase not in BURN_PHASES]
+    stray = {"type": "card", "card": dealt[0].event["card"], "to": "dealer",
+             "t": steps[end].event["t"]}  # a card after the dealer has finished
+    steps.insert(end, Step("stray", stray, 1, 2))
+    report = build_report([_write(tmp_path, "gr-blackjack", steps)])
+    one = render_round(report, 2)
+    assert one is not None
+    rows = [line for line in one.splitlines() if re.match(r"^\s+\d+\s+\w\w\s", line)]
+    assert rows[-1].split()[1:3] == [stray["card"], "dealer"]
+    assert rows[-1].endswith("VOID: the hand was finished, the card not counted"), rows[-1]
+    assert not any("VOID" in r for r in rows[:-1])
+    assert f"; void, not counted: {stray['card']}" in one

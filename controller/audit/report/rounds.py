@@ -36,11 +36,14 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
             out.append(f"     -  {c.card:4}  {'':8}  {'early':9}  {clock(c.time):20}  {c.seq}")
     out.append("  cards in dealing order:")
     out.append("     #  card  to        why        time                  seq")
+    void = _void_rows(data, cards)
     for i, c in enumerate(cards, start=1):
         t = times[i - 1] if times else None
-        out.append(f"    {i:2d}  {c.get('card', '?')!s:4}  {c.get('to', '')!s:8}  "
-                   f"{c.get('why', '')!s:9}  {clock(t.time) if t else '':20}  "
-                   f"{t.seq if t else ''}")
+        out.append((f"    {i:2d}  {c.get('card', '?')!s:4}  {c.get('to', '')!s:8}  "
+                    f"{c.get('why', '')!s:9}  {clock(t.time) if t else '':20}  "
+                    f"{t.seq if t else ''}"
+                    + ("  VOID: the hand was finished, the card not counted"
+                       if i - 1 in void else "")).rstrip())
     if not cards and r.inputs:
         for i, c in enumerate(r.inputs, start=1):
             out.append(f"    {i:2d}  {c.card:4}  {'?':8}  {'':9}  {clock(c.time):20}  {c.seq}")
@@ -72,6 +75,27 @@ def _hand_text(cards: Any, total: Any, soft: Any = False) -> str:
     return shown + total_text
 
 
+def _void_rows(data: dict[str, Any], cards: list[dict[str, Any]]) -> set[int]:
+    """The rows of blackjack cards laid on a hand already finished (the round note's
+    ``void`` of each hand and of the dealer): the last ones of that card to that hand."""
+    voids: dict[tuple[str, str], int] = {}
+    hands = data.get("hands")
+    dealer = data.get("dealer")
+    for name, hand in ([(h.get("hand"), h) for h in hands if isinstance(h, dict)]
+                       if isinstance(hands, list) else []) + \
+            ([("dealer", dealer)] if isinstance(dealer, dict) else []):
+        for card in hand.get("void") or ():
+            key = (str(name), str(card))
+            voids[key] = voids.get(key, 0) + 1
+    rows: set[int] = set()
+    for i in range(len(cards) - 1, -1, -1):
+        key = (str(cards[i].get("to")), str(cards[i].get("card")))
+        if voids.get(key):
+            voids[key] -= 1
+            rows.add(i)
+    return rows
+
+
 def _result_lines(data: dict[str, Any]) -> list[str]:
     out: list[str] = []
     hands = data.get("hands")
@@ -82,13 +106,18 @@ def _result_lines(data: dict[str, Any]) -> list[str]:
                      if h.get(k)]
             pays = f", pays {h['pays']}" if h.get("pays") else ""
             hand = _hand_text(h.get("cards"), h.get("total"), h.get("soft"))
+            void = (f"; void, not counted: {' '.join(map(str, h['void']))}"
+                    if h.get("void") else "")
             out.append(f"    {h.get('hand')}: {hand}" + (f" ({', '.join(flags)})" if flags else "")
-                       + f" -> {h.get('outcome')}{pays}")
+                       + f" -> {h.get('outcome')}{pays}{void}")
         dealer = data.get("dealer")
         if isinstance(dealer, dict):
             flags = [k for k in ("blackjack", "bust", "peeked") if dealer.get(k)]
             hand = _hand_text(dealer.get("cards"), dealer.get("total"), dealer.get("soft"))
-            out.append(f"    dealer: {hand}" + (f" ({', '.join(flags)})" if flags else ""))
+            void = (f"; void, not counted: {' '.join(map(str, dealer['void']))}"
+                    if dealer.get("void") else "")
+            out.append(f"    dealer: {hand}" + (f" ({', '.join(flags)})" if flags else "")
+                       + void)
         if data.get("insurance"):
             out.append(f"    insurance: {data['insurance']}")
     elif isinstance(hands, dict):  # stud poker
