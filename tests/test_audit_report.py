@@ -376,6 +376,13 @@ def test_a_card_dealt_before_bets_closed_is_laid_out_with_its_round(tmp_path: Pa
     assert "dealt before bets closed (CARD_BEFORE_BETS_CLOSED):" in text
     assert re.search(rf"-  {early.event['card']}\s+early\s+{_at(early.event['t'])}", text)
     assert "CARD_BEFORE_BETS_CLOSED" in text.split("deviations in this round:")[1]
+    # every card of the round with its own time and seq (one card read early blanked all)
+    round2 = [early.event] + [s.event for s in steps if s.event["type"] == "card"
+                              and s.round == 2 and s.phase not in BURN_PHASES
+                              and s is not early]
+    rows = [line.split() for line in text.split("cards in dealing order:")[1].splitlines()
+            if re.match(r"^\s+\d+\s+\w\w\s", line)]
+    assert [(r[1], r[4]) for r in rows] == [(e["card"], _at(e["t"])) for e in round2]
     full = render_text(report)
     dealt = sum(1 for s in steps if s.event["type"] == "card")
     assert _cards_in_rounds_entries(full) + _burned(full) == dealt
@@ -691,3 +698,20 @@ def test_a_card_laid_on_a_finished_hand_is_marked_void_in_the_rounds_view(
     assert rows[-1].endswith("VOID: the hand was finished, the card not counted"), rows[-1]
     assert not any("VOID" in r for r in rows[:-1])
     assert f"; void, not counted: {stray['card']}" in one
+
+
+def test_a_shufflers_discard_returns_are_counted_beside_the_rounds(tmp_path: Path) -> None:
+    """Returns were in neither the timeline nor a round's view: a DISCARDS_NOT_RETURNED
+    could not be held against them."""
+    steps = _steps("gr-blackjack-shuffler", seed=3, shoes=1)
+    returns = [s.event for s in steps if s.event["type"] == "discards_returned"]
+    assert returns
+    report = build_report([_write(tmp_path, "gr-blackjack-shuffler", steps)])
+    text = render_text(report)
+    shown = sum(int(m) for m in re.findall(r"(\d+) returned to the shuffler", text))
+    assert shown == sum(e["count"] for e in returns)
+    first = next(s for s in steps if s.event["type"] == "discards_returned")
+    one = render_round(report, first.round)
+    assert one is not None
+    assert (f"discards returned to the shuffler: {first.event['count']} card(s) "
+            f"({_at(first.event['t'])}, seq" in one), one

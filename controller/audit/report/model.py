@@ -46,6 +46,7 @@ class Entry:
     #: a second line under a deviation: the run of cards its evidence names (run_text)
     note: str | None = None
     cards: int = 0
+    returned: int = 0  # (rounds, with a shuffler) cards returned to it after them
 
 
 @dataclass
@@ -92,6 +93,8 @@ class RoundInfo:
     #: the cut card coming out in the round (time, seq) and the last-hand note's text
     cut_card: tuple[str, int | None] | None = None
     last_hand: str | None = None
+    #: (a shuffler) the discards returned after it: (time, seq, count)
+    returned: list[tuple[str, int | None, int]] = field(default_factory=list)
 
 
 @dataclass

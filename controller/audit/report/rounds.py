@@ -10,7 +10,14 @@ import os
 from typing import Any
 
 from controller.audit.replay import Difference
-from controller.audit.report.model import DayReport, Report, RoundInfo, clock, list_at
+from controller.audit.report.model import (
+    CardRow,
+    DayReport,
+    Report,
+    RoundInfo,
+    clock,
+    list_at,
+)
 from controller.screening.evidence import run_text
 
 
@@ -29,7 +36,8 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
                if r.cut_card is not None else "")
         out.append("  last hand of the shoe: " + "; ".join(x for x in (cut, r.last_hand) if x))
     cards = list_at(data, "cards")
-    times = r.inputs if len(r.inputs) == len(cards) else []
+    read = [*r.early, *r.inputs]  # every card read for the round, in order
+    times = _aligned(read, cards)
     if r.early:
         out.append("  dealt before bets closed (CARD_BEFORE_BETS_CLOSED):")
         for c in r.early:
@@ -38,7 +46,7 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
     out.append("     #  card  to        why        time                  seq")
     void = _void_rows(data, cards)
     for i, c in enumerate(cards, start=1):
-        t = times[i - 1] if times else None
+        t = times[i - 1]
         out.append((f"    {i:2d}  {c.get('card', '?')!s:4}  {c.get('to', '')!s:8}  "
                     f"{c.get('why', '')!s:9}  {clock(t.time) if t else '':20}  "
                     f"{t.seq if t else ''}"
@@ -47,11 +55,14 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
     if not cards and r.inputs:
         for i, c in enumerate(r.inputs, start=1):
             out.append(f"    {i:2d}  {c.card:4}  {'?':8}  {'':9}  {clock(c.time):20}  {c.seq}")
-    elif cards and not times and r.inputs:
+    elif cards and r.inputs and (None in times or len(read) != len(cards)):
         out.append(f"  cards read (their times; {len(r.inputs)} read, {len(cards)} in the "
                    "round note):")
         for i, c in enumerate(r.inputs, start=1):
             out.append(f"    {i:2d}  {c.card:4}  {'':8}  {'':9}  {clock(c.time):20}  {c.seq}")
+    for when, where, count in r.returned:
+        out.append(f"  discards returned to the shuffler: {count} card(s) ({clock(when)}, "
+                   f"seq {where})")
     if r.actions:
         out.append("  actions: " + ", ".join(f"{a} ({clock(t)})" for t, a in r.actions))
     out += _result_lines(data)
@@ -73,6 +84,23 @@ def _hand_text(cards: Any, total: Any, soft: Any = False) -> str:
     shown = " ".join(cards) if isinstance(cards, list) else "?"
     total_text = "" if total is None else f" = {total}" + (" soft" if soft else "")
     return shown + total_text
+
+
+def _aligned(inputs: list[CardRow], cards: list[dict[str, Any]]) -> list[CardRow | None]:
+    """Each card of the round note with the input that read it (its time and seq): the
+    inputs in order where they are as many, else each card with the next input of the same
+    card (a card read early, or one the note leaves out, no longer blanks every time)."""
+    if len(inputs) == len(cards):
+        return list(inputs)
+    out: list[CardRow | None] = []
+    at = 0
+    for c in cards:
+        j = next((k for k in range(at, len(inputs)) if inputs[k].card == str(c.get("card"))),
+                 None)
+        out.append(inputs[j] if j is not None else None)
+        if j is not None:
+            at = j + 1
+    return out
 
 
 def _void_rows(data: dict[str, Any], cards: list[dict[str, Any]]) -> set[int]:

@@ -13,7 +13,9 @@ from controller.audit.report.model import DayReport, Entry, Report, ShoeInfo, cl
 def entry_text(e: Entry) -> str:
     if e.label == "rounds":
         span = f"round {e.first}" if e.first == e.last else f"rounds {e.first}–{e.last}"
-        return f"{span}: {e.count} round(s), {e.cards} card(s) dealt, until {clock(e.end)}"
+        returned = f", {e.returned} returned to the shuffler" if e.returned else ""
+        return (f"{span}: {e.count} round(s), {e.cards} card(s) dealt{returned}, "
+                f"until {clock(e.end)}")
     if e.label == "burn":
         return f"burn: {e.count} card(s)" + (f" ({e.detail})" if e.detail else "")
     if e.severity is not None:

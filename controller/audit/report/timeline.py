@@ -236,6 +236,14 @@ class DayBuilder:
             day.closing.append(Entry(self.time, seq, "close"))
         elif etype == "players_left":
             timeline.append(Entry(self.time, seq, "players left", "cards withdrawn"))
+        elif etype == "discards_returned":  # (a shuffler: held against the rounds' cards,
+            # and against a DISCARDS_NOT_RETURNED; counted on the rounds' line, not a line each)
+            raw = event.get("count")
+            count = raw if isinstance(raw, int) else 0
+            if self.rounds_entry is not None:
+                self.rounds_entry.returned += count
+            if self.round is not None:
+                self.round.returned.append((self.time, seq, count))
         elif etype == "device_connected":
             day.devices.append({"time": self.time, "seq": seq, **{
                 k: event.get(k) for k in ("device", "driver", "port", "kind", "model",
