@@ -118,4 +118,6 @@ class TableSession:
 
     def close(self) -> None:
         if self.audit is not None:
+            if not self._header_written:  # no event came (every line bad): the log still
+                self.start()  # says what wrote it, not an empty file that reads as wiped
             self.audit.close()

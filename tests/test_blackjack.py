@@ -426,6 +426,18 @@ def test_second_card_on_a_double(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", BJ)
+def test_a_hand_passed_by_a_card_to_another_says_so_when_it_is_given_more(name: str) -> None:
+    """A card to box 2 finishes box 1 as if it stood (no stand recorded); a card to box 1
+    after it is flagged, with that reason, not "it stood" (a review: the player never did)."""
+    r = play(name, [1, 2], *deal(name, "T2", "9", "T6", hole="8"), {"card": "5", "to": "box2"},
+             {"card": "3", "to": "box1"}, "stand", *dealer_rest(name, "8"))
+    assert r.codes == Counter({"CARD_TO_FINISHED_HAND": 1})
+    dev = r.devs("CARD_TO_FINISHED_HAND")[0]
+    assert "no stand was recorded, but a card went to box2 before this one" in dev.message
+    assert "it stood" not in dev.message
+
+
+@pytest.mark.parametrize("name", BJ)
 def test_double_after_split(name: str) -> None:
     # 4-4 split; the first hand gets 7 (11) and doubles
     r = play(name, [1], *deal(name, "4", "9", "4", hole="8"), "split", "7", "double", "T",

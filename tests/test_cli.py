@@ -206,3 +206,14 @@ def test_a_command_that_writes_no_log_does_not_import_structlog(tmp_path: Path) 
                        cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "True"]
+
+
+def test_a_log_of_a_stream_with_no_event_holds_its_header(tmp_path: Path) -> None:
+    """Every line bad: the log was left empty, which verify rightly reads as a wiped log."""
+    stream = tmp_path / "bad.jsonl"
+    stream.write_text('garbage\n{"x": 1}\n')
+    log = tmp_path / "log.jsonl"
+    assert main(["check", "--profile", "gr-blackjack", str(stream), "--log", str(log)]) == 2
+    result = verify_file(log)
+    assert result.ok and result.records == 1
+    assert json.loads(log.read_text().splitlines()[0])["kind"] == "header"

@@ -105,6 +105,8 @@ class _Hand:
         self.surrendered = False
         self.refused = False
         self.stood = False
+        #: finished by a card named to a later hand or the dealer, no stand recorded
+        self.passed_by: str | None = None
         self.done = False
 
     @property
@@ -487,6 +489,7 @@ class BlackjackReferee(CardLedger):
                 return
             if not h.done and len(h.cards) >= 2 and not h.double_pending:
                 h.done = h.stood = True
+                h.passed_by = self._name(hand) if hand is not None else "the dealer"
 
     def _to_finished(self, hand: _Hand, card: Card) -> list[Output]:
         if hand.refused:
@@ -503,6 +506,9 @@ class BlackjackReferee(CardLedger):
             why = "a split ace takes one card"
         elif self.peeked_blackjack:
             why = "the dealer's blackjack ended the round"
+        elif hand.passed_by is not None:
+            why = (f"no stand was recorded, but a card went to {hand.passed_by} before this "
+                   "one, and it was taken as standing")
         else:
             why = "it stood"
         rec = _Rec(card, hand, "hit")
