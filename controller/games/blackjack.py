@@ -21,7 +21,7 @@ is the full description; in short:
   it is checked against the rules: a card named to a finished hand is
   ``CARD_TO_FINISHED_HAND``; a card named to a later hand, or to the dealer, finishes the
   hands before it as if they had stood; a card named to a box with no bet is
-  ``DEAL_ORDER`` and lies in no hand.
+  ``DEAL_ORDER``, and laid as a card with no ``to``.
 * ``exposed`` cards are burned (000 §7, ``EXPOSED_CARD`` info); ``unrequested`` cards are
   offered to the next hands (``accept`` / ``decline``), then to the dealer until 17, and
   the rest are burned; a hand that declines is finished.
@@ -215,8 +215,8 @@ class BlackjackReferee(CardLedger):
                     "cards go to the boxes with a bet only",
                     round=self.round_no, card=str(card), to=f"box{unbet}",
                     boxes=[b.number for b in self.boxes]))
-            self.recs.append(_Rec(card, None, "no bet"))  # in no hand: no one's card
-            return out
+            to = ""  # then laid where the round puts it: a box named by a slip of the pen
+            # would otherwise shift every card after it (2-13 deviations from one, a review)
         if not self.initial_done:
             out += self._initial(card, to)
         elif event.unrequested:
@@ -237,10 +237,19 @@ class BlackjackReferee(CardLedger):
             out += self._offer_answer(action)
         else:
             hand = self._in_play()
+            aces: _Hand | None = None
             while (hand is not None and self._ace_pending(hand)
                    and not self._resplit_open(hand)):
                 hand.done = True  # no resplit possible: the action is the next hand's
+                aces = aces or hand
                 hand = self._in_play()
+            if action == "split" and aces is not None:  # … unless it splits those aces
+                # again: flagged there (000 §14: no new split), the cards laid as before
+                out.append(self._not_allowed(
+                    "split", aces, f"aces may be split {self.rule.split_aces_max} time(s) "
+                    "only"))
+                self._settle()
+                return out
             if hand is None:
                 if action != "stand":  # a stand with no hand in play changes nothing
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
