@@ -617,30 +617,6 @@ def test_play_resumed_after_players_left_is_flagged_once_not_at_the_cut_card(
     assert any(e["type"] == "cut_card" for e in evs[at:])  # it came out, and was not judged
 
 
-@pytest.mark.parametrize("name", [p for p in CUT_CARD_PROFILES if prof(p).burn.mode != "none"])
-@pytest.mark.parametrize("skipped", [("cut_card_placed", "shoe_loaded"),
-                                     ("cut", "cut_card_placed", "shoe_loaded")])
-def test_a_burn_card_after_skipped_steps_implies_the_load_and_is_burned(
-        name: str, skipped: tuple[str, ...]) -> None:
-    """The dealer burns straight after the cut (or the shuffle): the skipped steps flagged
-    once at the first burn card, the load implied, the burn counted. The burn cards were
-    refused (UNEXPECTED_EVENT), then BURN_COUNT "0 burned", and left out of the shoe's
-    count: its cut card measured 5 cards off (an auditors' review)."""
-    steps = day(name, 1, shoes=1)
-    evs = [s.event for s in steps if not (s.shoe == 1 and s.event["type"] in skipped)]
-    r = run(name, evs)
-    expected = {"cut": "CUT_MISSING", "cut_card_placed": "CUT_CARD_MISSING"}
-    assert r.proc() == Counter(expected[k] for k in skipped if k in expected), r.codes()
-    burn = next(i for i, s in enumerate(evs) if s["type"] == "card")
-    assert sorted(codes_of(r.outputs[burn])) == sorted(expected[k] for k in skipped
-                                                       if k in expected)
-    burned = sum(1 for s in steps if s.shoe == 1 and s.phase == "burn")
-    bets = next(i for i, s in enumerate(evs) if s["type"] == "bets_closed")
-    dealt = run(name, evs[:bets])
-    assert dealt.state == "ready" and dealt.engine.accounting().burned == burned
-    assert dealt.engine.accounting().in_shoe == dealt.engine.decks * 52 - burned
-
-
 # --------------------------------------------------------------------------- dealer change
 
 

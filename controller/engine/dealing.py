@@ -17,8 +17,6 @@ from controller.engine.day import Refused
 from controller.engine.preparation import Preparation
 from controller.engine.states import (
     BURN,
-    CUT,
-    CUT_CARD,
     LAST_ROUND,
     LOAD,
     READY,
@@ -42,9 +40,6 @@ from controller.events import (
 )
 from controller.outputs import Note, Output
 from controller.rounds import CardLedger
-
-#: states where a card implies the load (the graph routes a card there only in a shoe game)
-_LOAD_IMPLIED = frozenset({LOAD, CUT_CARD, CUT})
 
 
 class Dealing(Preparation):
@@ -89,8 +84,7 @@ class Dealing(Preparation):
 
     def _on_card(self, e: CardDrawn, out: list[Output]) -> State | None:
         state = self._state
-        if state in _LOAD_IMPLIED:  # no shoe_loaded came: the stack is in the shoe
-            # (load_implied); the cut or the cut card skipped before it are flagged
+        if state == LOAD:  # no shoe_loaded came: the stack is in the shoe (load_implied)
             self._catch_up(out, "shoe_loaded")
             self._load(out, implied=True)
             self._state = state = (BURN if self._shoe.burn_pending else READY).value

@@ -101,11 +101,7 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         ("card", only(BURN), [None, *only(READY)]),
         # the stack's first card read with no shoe_loaded: the load is implied, as when
         # the bets close first (no deviation: loading is not a step a dealer can skip)
-        # … and after the cut, or the cut card, with the steps between them skipped: the
-        # skipped steps flagged, the load implied, the card the burn's first (a card
-        # refused there was left out of the shoe's count: its measured cut card was off)
-        ("card", only(LOAD, CUT_CARD, *([CUT] * (p.card_source != "hand"))),
-         only(BURN, READY)),
+        ("card", only(LOAD), only(BURN, READY)),
         ("card", only(ROUND, LAST_ROUND, READY, RETURN_DISCARDS, SHOE_COMPLETE), [None]),
         ("action", only(ROUND, LAST_ROUND), [None]),
         ("stub_count", only(ROUND, LAST_ROUND), [None]),
