@@ -715,3 +715,29 @@ def test_a_shufflers_discard_returns_are_counted_beside_the_rounds(tmp_path: Pat
     assert one is not None
     assert (f"discards returned to the shuffler: {first.event['count']} card(s) "
             f"({_at(first.event['t'])}, seq" in one), one
+
+
+def test_the_view_of_a_round_names_its_round_note_deleted(
+        known: tuple[Path, list[Step]], tmp_path: Path) -> None:
+    """The note deleted and the chain re-hashed: the replay's difference is at the round's
+    last input, past the bets and with no note to bound the round (a review)."""
+    from test_audit_helpers import rehash
+
+    path, _ = known
+    recs = [json.loads(line) for line in path.read_bytes().splitlines()]
+    at = next(i for i, r in enumerate(recs) if r.get("output", {}).get("kind") == "round")
+    n = recs[at]["output"]["data"]["round"]
+    del recs[at]
+    for i in range(at, len(recs)):
+        recs[i]["seq"] = recs[i - 1]["seq"] + 1
+        recs[i]["prev"] = recs[i - 1]["hash"]
+        recs[i] = rehash(recs[i])
+    forged = tmp_path / "deleted.jsonl"
+    forged.write_bytes(b"".join(json.dumps(r, sort_keys=True, separators=(",", ":"),
+                                           ensure_ascii=False).encode() + b"\n" for r in recs))
+    report = build_report([forged])
+    assert report.verified
+    text = render_round(report, n)
+    assert text is not None and "REPLAY DIFFERS" in text, text
+    assert "the engine produced an output the log does not have" in text
+    assert "REPLAY DIFFERS" not in (render_round(report, n + 1) or "")

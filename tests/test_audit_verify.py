@@ -870,32 +870,52 @@ def test_a_log_too_big_to_read_is_one_line_not_a_traceback(
 
 
 @pytest.mark.parametrize("command", ["verify", "report", "replay"])
-def test_the_wrong_file_is_said_to_be_the_wrong_file_not_an_edited_log(
+def test_the_wrong_file_is_said_to_be_the_wrong_file(
         plain: LogSet, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         command: str) -> None:
-    """A directory, an empty file, an input stream given instead of its log: each says
-    what it is (exit 2), where verify called an input stream '[edited]', a directory 'no
-    such file', and an empty file 'ok: 0 record(s) verified' (an auditors' review)."""
+    """A directory, an empty file, an input stream given instead of its log: verify called
+    a directory 'no such file', an input stream only '[edited]', and an empty file 'ok: 0
+    record(s) verified' (an auditors' review). verify keeps the chain's verdict — a file
+    with no record fails (exit 1) and one whose lines are no records is edited, with a
+    note saying what it looks like — and report and replay refuse such a file (exit 2)."""
     stream = tmp_path / "stream.jsonl"
     stream.write_text('{"type": "table_open", "table": "T1", "decks": 6}\n'
                       '{"type": "deck_check", "cards": []}\n')
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
-    cases = {tmp_path: "a directory, not a log file" if command == "verify"
-             else "cannot read: Is a directory",
-             empty: "empty: it holds no record",
-             stream: "not an audit log: its lines are JSON objects with no seq, hash or kind"}
-    for path, why in cases.items():
-        assert main(["audit", command, "--no-progress", str(path)]) == 2, path
-        err = capsys.readouterr().err
-        assert f"{path}: {why}" in err, err
-    # a log whose first line was edited is still a log that was edited
-    lines = read_lines(plain.files[0])
-    first = json.loads(lines[0])
-    first["table"] = "T9"
-    write_lines(plain.files[0], [line_of(first), *lines[1:]])
-    assert main(["audit", "verify", str(plain.files[0])]) == 1
-    assert "[edited]" in capsys.readouterr().out
+    verify = command == "verify"
+    cases = {tmp_path: (2, "a directory, not a log file" if verify
+                        else "cannot read: Is a directory"),
+             empty: (1, "empty: the file holds no record") if verify
+             else (2, f"{empty}: empty: it holds no record"),
+             stream: (1, "note: stream.jsonl: not an audit log: its lines are JSON objects "
+                         "with no seq, hash or kind") if verify
+             else (2, f"{stream}: not an audit log")}
+    for path, (code, why) in cases.items():
+        assert main(["audit", command, "--no-progress", str(path)]) == code, path
+        out = capsys.readouterr()
+        assert why in out.out + out.err, out
+
+
+def test_records_stripped_of_their_fields_are_still_an_edited_log(
+        plain: LogSet, capsys: pytest.CaptureFixture[str]) -> None:
+    """A review: with the first two records' seq, hash and kind deleted, verify said 'not an
+    audit log' (exit 2, a wrong file) where the file is a log that was edited (exit 1)."""
+    path = plain.files[0]
+    lines = read_lines(path)
+    for i in (0, 1):
+        r = json.loads(lines[i])
+        for k in ("seq", "hash", "kind"):
+            r.pop(k, None)
+        lines[i] = line_of(r)
+    write_lines(path, lines)
+    assert main(["audit", "verify", *map(str, plain.files)]) == 1
+    out = capsys.readouterr().out
+    assert "[edited]" in out and "not an audit log" not in out
+    # a day file emptied is a chain cut, not a wrong file
+    path.write_bytes(b"")
+    assert main(["audit", "verify", *map(str, plain.files)]) == 1
+    assert "empty: the file holds no record" in capsys.readouterr().out
 
 
 def test_line_endings_converted_to_crlf_are_named(plain: LogSet,

@@ -617,6 +617,24 @@ def test_play_resumed_after_players_left_is_flagged_once_not_at_the_cut_card(
     assert any(e["type"] == "cut_card" for e in evs[at:])  # it came out, and was not judged
 
 
+def test_a_shoe_dealt_without_a_shuffle_is_still_a_whole_pack_and_its_cut_card_measured(
+        ) -> None:
+    """Only play resumed after players left deals what is left of a shoe; a shoe whose
+    shuffle was skipped otherwise is a whole pack, and a cut card that came out far from
+    its window is still CUT_CARD_POSITION (a review of the narrower rule's first form)."""
+    steps = day("gr-blackjack", 1, shoes=2)
+    evs = [s.event for s in steps if not (s.shoe == 2 and s.event["type"] == "shuffle")]
+    cut = next(i for i, e in enumerate(evs) if e["type"] == "cut_card"
+               and i > next(j for j, x in enumerate(evs) if x["type"] == "cut" and j > 10))
+    shoe2 = [i for i, s in enumerate(evs) if s["type"] == "card"][:cut]
+    early = evs.pop(cut)
+    evs.insert(shoe2[-1] - 120, early)  # out 120 cards early: far outside 39-65
+    r = run("gr-blackjack", evs)
+    assert r.proc()["SHUFFLE_MISSING"] == 1 and r.proc()["CUT_CARD_POSITION"] == 1, r.codes()
+    dev = r.devs("CUT_CARD_POSITION")[0]
+    assert dev.evidence["measured"] is True
+
+
 # --------------------------------------------------------------------------- dealer change
 
 

@@ -387,7 +387,8 @@ class ChainState:
             crlf = body.endswith("\r") and canonical_text(record) == body[:-1]
             raise BadLine(seq, "line is not in canonical form (re-encoded, or duplicate keys)"
                           + ("; it ends in CR LF where the table writes LF: the file's line "
-                             "endings were converted (an editor, a text-mode copy)" if crlf
+                             "endings were converted (an editor, a text-mode copy) — verify a "
+                             "copy with LF endings to check the records themselves" if crlf
                              else ""), EDITED)
 
         unhashed = _without_member(body, "hash", record["hash"])

@@ -183,30 +183,34 @@ def _first_record(path: Path) -> dict[str, object] | None:
 _RECORD_KEYS = ("seq", "hash", "kind")
 
 
+_LOOK_AT = 200  # lines
+
+
 def not_a_log(path: Path) -> str | None:
-    """Why the file is no audit log at all — empty, or its first two lines JSON objects
-    with none of a record's own fields (an input stream given by mistake) — or None. Such
-    a file is the wrong file, not an altered log: an auditor is not told it was edited.
-    (A log with a line torn or edited is a log: the chain check says where.)"""
+    """Why the file looks like no audit log at all — empty, or none of its first 200 lines
+    a JSON object with a record's own fields (an input stream given by mistake) — or None.
+    ``verify`` only adds it as a hint beside the chain's verdict (records stripped of their
+    fields are still a log that was edited); ``report``, ``replay`` and ``recover`` refuse
+    such a file. One record among those lines makes it a log."""
+    seen = 0
     with open(path, "rb") as f:
-        head = [f.readline(), f.readline()]
-    if not head[0]:
+        for line in f:
+            if seen >= _LOOK_AT:
+                break
+            seen += 1
+            if not line.strip():
+                continue
+            try:
+                obj = jsontext.loads(line)
+            except JsonTextError:
+                return None
+            if not isinstance(obj, dict) or any(k in obj for k in _RECORD_KEYS):
+                return None
+    if not seen:
         return ("empty: it holds no record (a table's log starts with its header; the file "
                 "was made and never written, or emptied)")
-    objects = []
-    for line in head:
-        if not line.strip():
-            continue
-        try:
-            obj = jsontext.loads(line)
-        except JsonTextError:
-            return None
-        objects.append(obj)
-    if objects and all(isinstance(o, dict) and not any(k in o for k in _RECORD_KEYS)
-                       for o in objects):
-        return ("not an audit log: its lines are JSON objects with no seq, hash or kind "
-                "(an input stream, or another program's file?)")
-    return None
+    return ("not an audit log: its lines are JSON objects with no seq, hash or kind "
+            "(an input stream, or another program's file, given for a log?)")
 
 
 def _table_of(path: Path, first: dict[str, object] | None) -> str:
@@ -247,12 +251,8 @@ def verify_set(
             if not path.is_file():
                 raise FileNotFoundError("no such file")
             first = _first_record(path)
-            why = not_a_log(path)
         except OSError as exc:
             report.unreadable.append(f"{path}: {exc.strerror or exc}")
-            continue
-        if why is not None:
-            report.unreadable.append(f"{path}: {why}")
             continue
         groups[(_table_of(path, first), os.path.dirname(os.path.realpath(path)))].append(path)
     by_table: dict[str | None, list[Anchor]] = defaultdict(list)
@@ -316,6 +316,13 @@ def _verify_table(table: str, files: list[Path], key: bytes | None, anchors: lis
         if not r.ok:
             check.problems.append(Problem(str(fc.path), r.first_bad_line, r.first_bad_seq,
                                           r.reason or "", r.problem, r.detail))
+            why = not_a_log(fc.path)  # (a hint only: the verdict is the chain's)
+            if why is not None:
+                check.notes.append(f"{fc.name}: {why}")
+        elif r.records == 0:  # a table's log starts with its header: none is no log verified
+            check.problems.append(Problem(
+                str(fc.path), None, None, "empty: the file holds no record (a table's log "
+                "starts with its header): made and never written, or emptied", TRUNCATED))
         _check_link(check, i, partial)
     if use_anchors:
         _check_anchors(check, anchors, partial, given)

@@ -203,8 +203,9 @@ class Dealing(Preparation):
             raise Refused("the cut card already came out in this shoe")
         self._shoe.cut_card_out = True
         if measured and not self._shoe.unshuffled:  # (where it came out, when a reader saw
-            # it; not in a shoe dealt unshuffled: its pack may be the last shoe's remainder,
-            # and the position measured against a whole pack would be a second, false slip)
+            # it; not in a shoe resumed after players left without the restart: its cards are
+            # the last shoe's remainder, and measured against a whole pack the position would
+            # be a second, false slip)
             check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
                                   out)
         no_round = self.profile.cut_card.first_card_of_round == "no-round"

@@ -76,7 +76,10 @@ class Preparation(DayState):
                                   "the pack", step=through))
         self._begin_shoe(out)
         if not self._shoe.shuffled:
-            self._shoe.shuffled = self._shoe.unshuffled = True
+            self._shoe.shuffled = True
+            # play resumed from the shoe the players left (000 §9, 001 BP §17: the restart
+            # skipped): what is left of it, not a pack
+            self._shoe.unshuffled = self.state == SUSPENDED
             out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since the "
                                   "last shoe", step=through))
         if p.cut.required and not self._shoe.cut_done:

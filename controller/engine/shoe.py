@@ -48,8 +48,8 @@ class Shoe:
     cut_done: bool = False
     cut_card_set: bool = False
     loaded: bool = False
-    #: dealt with no shuffle since the last shoe (SHUFFLE_MISSING): the pack may be the last
-    #: shoe's remainder (play resumed after players left, 000 §9), its count unknown
+    #: dealt with no shuffle after players left (SHUFFLE_MISSING; 000 §9, 001 BP §17: the
+    #: restart skipped): the cards are what was left of the last shoe, their count unknown
     unshuffled: bool = False
     # its cards
     in_shoe: int = 0

@@ -182,7 +182,9 @@ def render_round(report: Report, n: int, table: str | None = None) -> str | None
     out: list[str] = [*report.verdict, ""] if report.verdict else []
     for day, r in found:
         out += round_lines(day, r)
-        for d in differences_in(report, r):
+        after = [x.seq for x in day.rounds if x.file == r.file and x.seq is not None
+                 and r.seq is not None and x.seq > r.seq]
+        for d in differences_in(report, r, min(after, default=None)):
             out += difference_lines(d)
         out.append("")
     for note in report.notes:
@@ -201,13 +203,17 @@ def difference_lines(d: Difference) -> list[str]:
     return out
 
 
-def differences_in(report: Report, r: RoundInfo) -> list[Difference]:
+def differences_in(report: Report, r: RoundInfo, next_round: int | None = None
+                   ) -> list[Difference]:
     """The replay's differences from the log within round ``r`` (from its bets to its round
-    note): a forged result shows where the auditor is looking, not only in the full
-    report."""
+    note, or, its note missing, to the next round's bets): a forged or deleted result
+    shows where the auditor is looking, not only in the full report."""
     if r.seq is None:
         return []
-    last = r.note_seq if r.note_seq is not None else r.seq
+    if r.note_seq is not None:
+        last = r.note_seq
+    else:
+        last = next_round - 1 if next_round is not None else 1 << 62
     return [d for d in report.differences
             if d.seq is not None and r.seq <= d.seq <= last and d.file == r.file]
 
