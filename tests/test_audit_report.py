@@ -479,15 +479,25 @@ def test_a_shuffle_suspect_lists_its_run_of_cards(tmp_path: Path) -> None:
 def _rechained(path: Path, change: Any) -> None:
     """Apply ``change(record) -> bool`` to the first record it accepts and re-hash the
     chain from there: the log still verifies (an unkeyed log re-hashed whole)."""
-    from test_audit_helpers import line_of, read_lines, rehash
+    from test_audit_helpers import read_lines
 
     records = [json.loads(line) for line in read_lines(path)]
-    at = next(i for i, r in enumerate(records) if change(r))
-    for i in range(at, len(records)):
-        if i > at:
-            records[i]["prev"] = records[i - 1]["hash"]
-        records[i] = rehash(records[i])
-    path.write_bytes(b"".join(line_of(r) for r in records))
+    _rechain_from(path, records, next(i for i, r in enumerate(records) if change(r)))
+
+
+def _rechain_from(path: Path, recs: list[dict[str, Any]], at: int) -> Path:
+    """``recs`` written to ``path`` with the chain made good again from record ``at`` (seq,
+    prev and hash recomputed: a forgery without a key that the chain alone cannot tell)."""
+    from test_audit_helpers import line_of, rehash
+
+    for i in range(max(at, 1), len(recs)):
+        recs[i]["seq"] = recs[i - 1]["seq"] + 1
+        recs[i]["prev"] = recs[i - 1]["hash"]
+        recs[i] = rehash(recs[i])
+    if at == 0:
+        recs[0] = rehash(recs[0])
+    path.write_bytes(b"".join(line_of(r) for r in recs))
+    return path
 
 
 def _shoe_text(r: dict[str, Any]) -> bool:
@@ -587,8 +597,6 @@ def test_the_view_of_a_round_names_a_forged_result_the_replay_disputes(
         known: tuple[Path, list[Step]], tmp_path: Path) -> None:
     """A round note edited and the chain re-hashed (no key, no anchors: the chain alone
     cannot tell): the view made for a disputed hand says the replay differs there."""
-    from test_audit_helpers import rehash
-
     path, _ = known
     recs = [json.loads(line) for line in path.read_bytes().splitlines()]
     at = next(i for i, r in enumerate(recs) if r.get("output", {}).get("kind") == "round"
@@ -596,12 +604,7 @@ def test_the_view_of_a_round_names_a_forged_result_the_replay_disputes(
     note = recs[at]["output"]
     forged_text = note["text"].replace(" lose", " win", 1)
     note["text"] = forged_text
-    for i in range(at, len(recs)):
-        recs[i]["prev"] = recs[i - 1]["hash"]
-        recs[i] = rehash(recs[i])
-    forged = tmp_path / "forged.jsonl"
-    forged.write_bytes(b"".join(json.dumps(r, sort_keys=True, separators=(",", ":"),
-                                           ensure_ascii=False).encode() + b"\n" for r in recs))
+    forged = _rechain_from(tmp_path / "forged.jsonl", recs, at)
     report = build_report([forged])
     assert report.verified
     n = note["data"]["round"]
@@ -721,20 +724,12 @@ def test_the_view_of_a_round_names_its_round_note_deleted(
         known: tuple[Path, list[Step]], tmp_path: Path) -> None:
     """The note deleted and the chain re-hashed: the replay's difference is at the round's
     last input, past the bets and with no note to bound the round (a review)."""
-    from test_audit_helpers import rehash
-
     path, _ = known
     recs = [json.loads(line) for line in path.read_bytes().splitlines()]
     at = next(i for i, r in enumerate(recs) if r.get("output", {}).get("kind") == "round")
     n = recs[at]["output"]["data"]["round"]
     del recs[at]
-    for i in range(at, len(recs)):
-        recs[i]["seq"] = recs[i - 1]["seq"] + 1
-        recs[i]["prev"] = recs[i - 1]["hash"]
-        recs[i] = rehash(recs[i])
-    forged = tmp_path / "deleted.jsonl"
-    forged.write_bytes(b"".join(json.dumps(r, sort_keys=True, separators=(",", ":"),
-                                           ensure_ascii=False).encode() + b"\n" for r in recs))
+    forged = _rechain_from(tmp_path / "deleted.jsonl", recs, at)
     report = build_report([forged])
     assert report.verified
     text = render_round(report, n)
