@@ -736,3 +736,16 @@ def test_the_view_of_a_round_names_its_round_note_deleted(
     assert text is not None and "REPLAY DIFFERS" in text, text
     assert "the engine produced an output the log does not have" in text
     assert "REPLAY DIFFERS" not in (render_round(report, n + 1) or "")
+
+
+def test_a_rounds_seq_names_its_file_where_the_day_has_several() -> None:
+    """A day's second chain (``T1-….2.jsonl``) starts again at seq 1: a seq alone is
+    ambiguous there (an auditors' review)."""
+    from controller.audit.report.model import DayReport, RoundInfo
+    from controller.audit.report.rounds import round_lines
+
+    day = DayReport("T1", "2026-11-21", files=["/l/T1-2026-11-21.jsonl"])
+    r = RoundInfo(3, 1, 57, "2026-11-21T10:00:00Z", file="/l/T1-2026-11-21.2.jsonl")
+    assert "(seq 57)" in round_lines(day, r)[1]
+    day.files.append("/l/T1-2026-11-21.2.jsonl")
+    assert "(seq 57 of T1-2026-11-21.2.jsonl)" in round_lines(day, r)[1]

@@ -26,7 +26,8 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
     data = r.data or {}
     out = [f"== round {r.round}: {day.title}, shoe {r.shoe} (profile {day.profile}, "
            f"game {day.game})",
-           f"  bets closed {clock(r.start)} (seq {r.seq})"
+           f"  bets closed {clock(r.start)} (seq {r.seq}"
+           + (f" of {os.path.basename(r.file)}" if len(day.files) > 1 and r.file else "") + ")"
            + "".join(f", {k} {v}" for k, v in r.bets.items())
            + (f"; round ended {clock(r.end)}" if r.end else "; the round did not end"),
            f"  dealer: {r.dealer[0]} (since {clock(r.dealer[1])})" if r.dealer else
