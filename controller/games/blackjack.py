@@ -232,24 +232,22 @@ class BlackjackReferee(CardLedger):
         self.drawn_last = None
         out: list[Output] = []
         if not self.initial_done:
-            out.append(self._not_allowed(action, None, "the initial deal is not complete"))
+            due = self.slots[self.slot_i] if self.slot_i < len(self.slots) else None
+            what = ("" if due is None else ": the dealer's hole card is still due"
+                    if due is self.dealer and self.slot_i == len(self.slots) - 1
+                    and self.rule.dealer_hole_card
+                    else f": {self._name(due)}'s card of it is still due")
+            out.append(self._not_allowed(action, None,
+                                         f"the initial deal is not complete{what}"))
         elif action in ("accept", "decline"):
             out += self._offer_answer(action)
         else:
             hand = self._in_play()
-            aces: _Hand | None = None
             while (hand is not None and self._ace_pending(hand)
                    and not self._resplit_open(hand)):
                 hand.done = True  # no resplit possible: the action is the next hand's
-                aces = aces or hand
-                hand = self._in_play()
-            if action == "split" and aces is not None:  # … unless it splits those aces
-                # again: flagged there (000 §14: no new split), the cards laid as before
-                out.append(self._not_allowed(
-                    "split", aces, f"aces may be split {self.rule.split_aces_max} time(s) "
-                    "only"))
-                self._settle()
-                return out
+                hand = self._in_play()  # (a split there is that hand's pair: taking it
+                # for the aces split again flagged correct days)
             if hand is None:
                 if action != "stand":  # a stand with no hand in play changes nothing
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
