@@ -926,3 +926,15 @@ def test_line_endings_converted_to_crlf_are_named(plain: LogSet,
     out = capsys.readouterr().out
     assert "line 1 (seq 1): line is not in canonical form" in out
     assert "it ends in CR LF where the table writes LF" in out
+
+
+def test_a_line_too_long_for_an_input_event_is_left_to_the_chain_check(tmp_path: Path) -> None:
+    """The wrong-file check reads a line up to 1 MiB: a forged line of gigabytes is not
+    read whole there (report, replay and recover call it before anything else)."""
+    from controller.audit.sets import not_a_log
+
+    path = tmp_path / "long.jsonl"
+    path.write_text('{"type": "card", "pad": "' + "x" * (2 << 20) + '"}\n')
+    assert not_a_log(path) is None
+    path.write_text('{"type": "card", "pad": "' + "x" * 100 + '"}\n')
+    assert not_a_log(path) is not None

@@ -184,6 +184,7 @@ _RECORD_KEYS = ("seq", "hash", "kind")
 
 
 _LOOK_AT = 200  # lines
+_LINE_CAP = 1 << 20  # bytes
 
 
 def not_a_log(path: Path) -> str | None:
@@ -194,10 +195,13 @@ def not_a_log(path: Path) -> str | None:
     such a file. One record among those lines makes it a log."""
     seen = 0
     with open(path, "rb") as f:
-        for line in f:
-            if seen >= _LOOK_AT:
+        for _ in range(_LOOK_AT):
+            line = f.readline(_LINE_CAP + 1)  # (a forged line of gigabytes is not read whole)
+            if not line:
                 break
             seen += 1
+            if len(line) > _LINE_CAP:
+                return None  # no input event is that long: the chain check says what it is
             if not line.strip():
                 continue
             try:

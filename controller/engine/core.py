@@ -123,7 +123,7 @@ class TableEngine(DeviceEvents):
         state = self._state
         episode = self._episode
         if episode is not None:
-            procedure = self._resume if state == _DEVICE_FAULT and self._resume else state
+            procedure = self.procedure_state
             if episode[0] == "PLAY_AFTER_LAST_HAND":
                 if procedure not in _PLAYED_ON_STATES or self.shoe != self._episode_shoe:
                     episode = None  # a new shoe, a count, the close: play after it is over

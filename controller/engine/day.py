@@ -202,8 +202,7 @@ class DayState:
                          "detail": printable(str(exc))[:200]}))
 
     def _unexpected(self, event: Event, why: str = "") -> Deviation:
-        expected = self.valid_events(self._resume if self.state == DEVICE_FAULT and
-                                     self._resume else self.state)
+        expected = self.valid_events(self.procedure_state)
         text = f"{event.type} is not valid while {STATE_DESCRIPTIONS[self.state]}"
         if why:
             text += f": {why}"
