@@ -582,6 +582,12 @@ def test_resplit_aces(name: str) -> None:
     assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1})
     assert r.per_item[-2 - len(dealer_rest(name, "8"))] == ["ACTION_NOT_ALLOWED"]
     assert [h["total"] for h in r.data["hands"]] == [12, 18]
+    # named on the aces, for the rule it breaks (the next hand had one card: no pair)
+    refused = r.devs("ACTION_NOT_ALLOWED")[0]
+    assert refused.evidence["hand"] == "box1.1", refused.evidence
+    assert [c[0] for c in refused.evidence["cards"]] == ["A", "A"], refused.evidence
+    assert ("the most allowed" if SPLITS[name] == 1 else "aces may be split 1 time(s) only") \
+        in refused.message, refused.message
 
 
 @pytest.mark.parametrize("name", BJ)

@@ -243,12 +243,22 @@ class BlackjackReferee(CardLedger):
             out += self._offer_answer(action)
         else:
             hand = self._in_play()
+            aces: _Hand | None = None  # a split ace holding another ace, not to be split
             while (hand is not None and self._ace_pending(hand)
                    and not self._resplit_open(hand)):
                 hand.done = True  # no resplit possible: the action is the next hand's
-                hand = self._in_play()  # (a split there is that hand's pair: taking it
-                # for the aces split again flagged correct days)
-            if hand is None:
+                aces = aces or hand  # (a split there is that hand's pair: taking it for
+                hand = self._in_play()  # the aces split again flagged correct days)
+            if (action == "split" and aces is not None
+                    and (hand is None or len(hand.cards) != 2 or hand.double_pending)):
+                # no hand after them could be split: the split was the aces' again (000 §14
+                # "no new split", 002 §3 2.7), refused as it would be there, and named so
+                r = self.rule
+                out.append(self._not_allowed("split", aces, (
+                    f"box {aces.box.number} has split {aces.box.splits} time(s), the most "
+                    "allowed" if aces.box is not None and aces.box.splits >= r.max_splits
+                    else f"aces may be split {r.split_aces_max} time(s) only")))
+            elif hand is None:
                 if action != "stand":  # a stand with no hand in play changes nothing
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
                            else "every hand is finished")
