@@ -152,11 +152,12 @@ class ShufflerRule(Section):
     continuous: bool = _flag("a continuous shuffler that also deals (card_source = shuffler)")
     discards_every_round: bool = _flag("every round's cards go back before the next round")
     burns_returned: bool = _later(
-        True, "the burned cards go back with a round's cards (000 §10: 'all cards used or "
-        "burned'); false: they stay in the discard holder until the cards are withdrawn "
-        "(001 BP §20δ(3), δ(6), δ(7)(3): only each hand's used cards go back), and a count "
-        "that includes them is accepted too (it loses no card). true in a profile recorded "
-        "before the key existed")
+        True, "the burned cards go back with a round's cards (a count without them is "
+        "refused); false: they stay in the discard holder until the cards are withdrawn "
+        "(000 §10: the first five go to the Discard Holder before the dealing, and the cards "
+        "'used or burned in that round' go back; 001 BP §20δ(3), δ(6), δ(7)(3): only each "
+        "hand's used cards go back), and a count that includes them is accepted too (it "
+        "loses no card). true in a profile recorded before the key existed")
 
 
 @dataclass(frozen=True)

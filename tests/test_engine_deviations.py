@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import json
 import random
 import re
@@ -1012,24 +1013,35 @@ def test_discards_not_returned_wrong_count(name: str, delta: int) -> None:
     assert dev.evidence == {"returned": right + delta, "outstanding": right}
 
 
+@pytest.mark.parametrize("returned", [False, True])
 @pytest.mark.parametrize("name", SHUFFLER_PROFILES)
-def test_the_burns_go_back_with_the_first_round_where_the_profile_says(name: str) -> None:
-    """000 §10 (blackjack): all cards used or burned go back into the shuffler after every
-    round. 001 BP §20δ(3), δ(6), δ(7)(3) (Banco Punto): the burn goes to the discard
-    holder and only each hand's used cards go back; a count with the burns is accepted
-    too (early, but no card is lost)."""
+def test_the_burns_stay_in_the_holder_or_go_back_where_the_profile_says(name: str,
+                                                                         returned: bool) -> None:
+    """000 §10 (blackjack): before the dealing the first five go to the Discard Holder, and
+    after every round the cards used or burned *in that round* go back into the shuffler —
+    the start burn is in no round. 001 BP §20δ(3), δ(6), δ(7)(3) (Banco Punto): the burn
+    goes to the discard holder and only each hand's used cards go back. Both bundled
+    profiles: ``burns_returned = false``, and a count with the burns is accepted too (early,
+    but no card is lost). A profile that sets it true refuses a count without them."""
+    bundled = prof(name)
+    assert not bundled.shuffler.burns_returned
+    profile = dataclasses.replace(
+        bundled, shuffler=dataclasses.replace(bundled.shuffler, burns_returned=returned))
     steps = day(name)
-    ret = where(steps, "discards_returned")[0]
+    returns = where(steps, "discards_returned")
+    ret = returns[0]
     cards = sum(1 for s in steps[:ret] if s.event["type"] == "card")
     burns = sum(1 for s in steps[:ret] if s.phase == "burn")
-    returned = prof(name).shuffler.burns_returned
-    assert burns > 0 and returned == (name == "gr-blackjack-shuffler")
-    # the simulated dealer counts as the profile says
-    assert steps[ret].event["count"] == (cards if returned else cards - burns)
+    assert burns > 0
+    # the simulated dealer counts as the bundled profile says
+    assert steps[ret].event["count"] == cards - burns
+    if returned:  # the later starts' burns go back too, as that profile says
+        for before, at in itertools.pairwise(returns):
+            steps[at].event["count"] += sum(1 for s in steps[before:at] if s.phase == "burn")
     for count, flagged in ((cards, False), (cards - burns, returned),
                            (cards - burns - 1, True), (cards + 1, True)):
         steps[ret].event["count"] = count
-        r = run(name, events(steps))
+        r = run(profile, events(steps))
         assert r.codes() == (Counter({"DISCARDS_NOT_RETURNED": 1}) if flagged else Counter()), \
             (count, cards, burns)
         if flagged and not returned:
