@@ -728,9 +728,10 @@ def test_both_first_split_order_when_a_profile_says_so() -> None:
     assert [c["why"] for c in r.data["cards"]][5:8] == ["split", "split", "hit"]
 
 
-@pytest.mark.parametrize("name", ["ru-blackjack", "live-blackjack"])
+@pytest.mark.parametrize("name", BJ)
 def test_either_split_order_follows_the_cards_to(name: str) -> None:
-    # 004 §3.13, 002 §3 2.7 do not say which order: with "either", cards named to the split
+    # 000 §14 orders the playing of the split hands, not their second cards; 004 §3.13 and
+    # 002 §3 2.7 do not say which order either: with "either", cards named to the split
     # hands show it (a review: both second cards first was CARD_TO_FINISHED_HAND); without
     # `to`, the sequential reading. With "sequential", the same named cards still are.
     assert prof(name).blackjack.split_second_cards == "either"
@@ -758,6 +759,29 @@ def test_either_split_order_follows_the_cards_to(name: str) -> None:
     r = play(name, [1], *deal(name, "8", "9", "8", hole="8"), "split", *back,
              *dealer_rest(name, "8"))
     assert r.codes["CARD_TO_FINISHED_HAND"] == 1
+
+
+def test_either_split_order_holds_for_a_resplit_after_a_hand_played_out() -> None:
+    # a review (an independent dealer, 5 of 40 ru days): box1.1 busted, then box1.2's
+    # resplit dealt both second cards first was read as a stand of box1.2 and a chain of
+    # CARD_TO_FINISHED_HAND; only the open hands it passes decide (004 §3.13: three splits)
+    name = "ru-blackjack"
+
+    def to(card: str, hand: str) -> dict[str, str]:
+        return {"card": card, "to": hand}
+
+    r = play(name, [1], *deal(name, "4", "7", "4"), "split", to("Q", "box1.1"),
+             to("4", "box1.2"), to("K", "box1.1"), "split", to("5", "box1.2"),
+             to("9", "box1.3"), to("K", "box1.2"), "stand", to("A", "box1.3"),
+             to("A", "box1.3"), "stand", to("T", "dealer"))
+    assert r.codes == Counter(), r.codes
+    assert [h["total"] for h in r.data["hands"]] == [24, 19, 15]
+    # in turn, a resplit hand that drew is over when the next gets its second card
+    r = play(name, [1], *deal(name, "4", "7", "4"), "split", to("Q", "box1.1"),
+             to("4", "box1.2"), to("K", "box1.1"), "split", to("5", "box1.2"),
+             to("K", "box1.2"), to("9", "box1.3"), to("2", "box1.2"), "stand",
+             to("T", "dealer"))
+    assert r.codes["CARD_TO_FINISHED_HAND"] == 1, r.codes
 
 
 @pytest.mark.parametrize("name", BJ)

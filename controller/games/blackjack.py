@@ -479,10 +479,7 @@ class BlackjackReferee(CardLedger):
             if hint.done or self._ace_pending(hint):
                 return self._to_finished(hint, card)
             if not (self.rule.split_second_cards == "either" and hint.from_split
-                    and len(hint.cards) == 1 and hint.box is not None
-                    and all(len(h.cards) <= 2 for h in hint.box.hands)):
-                # (a split hand's second card while none of its box's hands has drawn yet:
-                # both-first; once one has drawn, the deal was in turn and it is finished)
+                    and len(hint.cards) == 1 and self._split_undrawn_before(hint)):
                 self._stand_before(hint)
             target = hint
         elif hint == DEALER and target is not None:
@@ -498,6 +495,21 @@ class BlackjackReferee(CardLedger):
             why = "hit"
         self._put(target, card, why)
         return []
+
+    def _split_undrawn_before(self, hint: _Hand) -> bool:
+        """A split hand's second card named past open hands: both second cards first (split
+        order "either") when every open hand it passes is a split hand of its box holding
+        just its two cards; once one of them has drawn, the deal was in turn and they are
+        finished (:meth:`_stand_before`). Hands already finished (a bust, 21, a stand) do
+        not count: a resplit after the first hand played out is dealt both-first too (a
+        review: after box1.1 busted, box1.2's resplit dealt both-first read as a stand)."""
+        for h in self._hands():
+            if h is hint:
+                return True
+            if (not h.done and len(h.cards) >= 2 and not h.double_pending
+                    and (h.box is not hint.box or not h.from_split or len(h.cards) > 2)):
+                return False
+        return True
 
     def _stand_before(self, hand: _Hand | None) -> None:
         """A card named to ``hand`` (None: the dealer) finishes the open hands before it."""
