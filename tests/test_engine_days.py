@@ -682,21 +682,39 @@ def test_russian_dealer_change_during_round_burns_after_it() -> None:
     assert t.run.proc() == {}
 
 
-def test_russian_dealer_change_during_opening_burn_adds_one() -> None:
+@pytest.mark.parametrize("at", ["shuffle", "load", "burn"])
+@pytest.mark.parametrize("burned", [5, 6, 7])
+def test_russian_dealer_change_before_the_first_round_burns_five_or_six(at: str, burned: int
+                                                                       ) -> None:
+    # 004 §3.8 burns one card on a dealer change as play continues; before the shoe's first
+    # round no play has begun and the start burn is still to come (or under way): the
+    # start burn alone or with the change's card after it (a review's independent dealer
+    # burned five after a change at the load, where six were required)
     t = Table("ru-blackjack")
     t.open()
     t.check()
     t.shuffle()
+    if at == "shuffle":
+        t.send("dealer_change", dealer="D2")
     t.cut()
     t.place()
     t.load()
+    if at == "load":
+        t.send("dealer_change", dealer="D2")
     t.cards(2)
-    t.send("dealer_change", dealer="D2")
+    if at == "burn":
+        t.send("dealer_change", dealer="D2")
     t.cards(3)
+    assert t.state == "ready"  # the start burn is complete: the prompt is the next round
+    t.cards(burned - 5)
+    assert t.engine.accounting().burned == burned
+    t.round(6)
+    assert t.run.proc() == ({"BURN_COUNT": 1} if burned == 7 else {}), (at, burned)
+    # once play has begun, a change burns its own card, exactly
+    t.send("dealer_change", dealer="D3")
     assert t.state == "burn"
-    t.card()
-    assert t.state == "ready" and t.engine.accounting().burned == 6
-    assert t.run.proc() == {}
+    t.cards(2)
+    assert t.run.proc()["BURN_COUNT"] == (2 if burned == 7 else 1)
 
 
 @pytest.mark.parametrize("name", [p for p in PROFILES if p != "ru-blackjack"])

@@ -147,6 +147,12 @@ class Dealing(Preparation):
             out.extend(shoe.referee.card(e) if shoe.aside is None  # (the card path)
                        else self._referee_says(lambda r: r.card(e)))
             return None
+        if state == READY and shoe.burn_just_finished and shoe.change_burn_optional:
+            shoe.change_burn_optional -= 1  # the dealer change's card after the start burn
+            shoe.burned += 1
+            shoe.burned_since_return += 1
+            shoe.burn_done += 1
+            return None
         if state == READY and shoe.burn_just_finished:
             shoe.burned += 1  # (the holder may keep it with the burns: it may be a round's)
             shoe.extra_since_return += 1
@@ -229,6 +235,7 @@ class Dealing(Preparation):
     def _on_bets_closed(self, e: BetsClosed, out: list[Output]) -> State | None:
         state = self.state
         self._shoe.burn_just_finished = False
+        self._shoe.change_burn_optional = 0  # (play has begun: a later change burns its own)
         if state == BURN:
             self._burn_short(out)
         elif state == RETURN_DISCARDS:
@@ -342,16 +349,22 @@ class Dealing(Preparation):
         n = self.profile.burn.on_dealer_change
         out.append(Note("dealer_change", f"dealer {e.dealer} takes over",
                         {"dealer": e.dealer, "previous": previous, "burn": n}))
-        if not n or not self._shoe.loaded:
-            return None  # before the shoe is loaded the start-of-shoe burn covers it
+        shoe = self._shoe
+        if not n or (not shoe.active and not shoe.loaded):
+            return None  # before the shoe's procedure began: the new dealer does it all
+        if not shoe.loaded or (self.state == BURN and shoe.burn_reason == "shoe"):
+            # before the first round: the start burn covers it, or the change's card
+            # follows it (Shoe.change_burn_optional)
+            shoe.change_burn_optional = n
+            return None
         if self.state == READY:
-            self._shoe.burn_just_finished = False
+            shoe.burn_just_finished = False
             self._start_burn(out, "dealer_change", "count", n)
             return BURN
-        if self.state == BURN and self._shoe.burn_due is not None:
-            self._shoe.burn_due += n
+        if self.state == BURN and shoe.burn_due is not None:
+            shoe.burn_due += n
             return None
-        self._shoe.change_burn_pending = n
+        shoe.change_burn_pending = n
         return None
 
     def _on_players_left(self, e: PlayersLeft, out: list[Output]) -> State | None:
