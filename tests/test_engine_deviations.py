@@ -732,6 +732,31 @@ def test_burn_count_one_too_many(name: str) -> None:
     assert dev.evidence["card"] == steps[card].event["card"]
 
 
+@pytest.mark.parametrize("name", FIVE_BURN_PROFILES + BY_VALUE_PROFILES)
+def test_a_card_named_to_a_hand_after_the_burn_is_the_round_dealt_before_bets_closed(
+        name: str) -> None:
+    """The same card, its ``to`` naming the hand it went to: no burn too many but the
+    round's first card before the bets closed (critical; a review: one BURN_COUNT, and a
+    whole first round dealt with no bets_closed read as burns, '0 rounds')."""
+    steps = day(name)
+    bets = first(steps, "bets_closed")
+    card = round_cards(steps, 1)[0]
+    first_hand = ("punto" if prof(name).game == "baccarat"
+                  else f"box{steps[bets].event['boxes'][0]}")
+    steps[card].event["to"] = first_hand
+    mutated = move(steps, card, bets)
+    r = run(name, events(mutated))
+    (dev,) = only(r, "CARD_BEFORE_BETS_CLOSED")
+    assert r.at("CARD_BEFORE_BETS_CLOSED") == [bets]
+    assert dev.severity == "critical" and dev.evidence["card"] == steps[card].event["card"]
+    # the whole round dealt before its bets_closed, which never comes: one deviation
+    end = first(steps, "round_end")
+    no_bets = [s for i, s in enumerate(steps) if i != bets]
+    r = run(name, events(no_bets))
+    assert r.proc() == Counter({"CARD_BEFORE_BETS_CLOSED": 1}), r.proc()
+    assert r.at("CARD_BEFORE_BETS_CLOSED") == [bets] and end > bets
+
+
 def test_a_burn_too_many_may_stay_in_the_holder_with_the_burns() -> None:
     """001 BP §20δ(3): with a shuffler the burns stay in the discard holder. A card burned
     after the burn was complete (BURN_COUNT) may stay there with them, or go back as the

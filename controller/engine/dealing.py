@@ -147,6 +147,10 @@ class Dealing(Preparation):
             out.extend(shoe.referee.card(e) if shoe.aside is None  # (the card path)
                        else self._referee_says(lambda r: r.card(e)))
             return None
+        if state == READY and shoe.burn_just_finished and e.to not in (None, "discard"):
+            # named to a hand: the round's first card dealt before the bets closed, not a
+            # burn too many (a review: a first round dealt early read as one BURN_COUNT)
+            shoe.burn_just_finished = False
         if state == READY and shoe.burn_just_finished and shoe.change_burn_optional:
             shoe.change_burn_optional -= 1  # the dealer change's card after the start burn
             shoe.burned += 1
