@@ -784,6 +784,25 @@ def test_either_split_order_holds_for_a_resplit_after_a_hand_played_out() -> Non
     assert r.codes["CARD_TO_FINISHED_HAND"] == 1, r.codes
 
 
+@pytest.mark.parametrize("name", NO_HOLE)
+def test_a_dealer_card_before_the_players_decided_is_flagged_at_their_stand(name: str) -> None:
+    # 000 §12γ, 004 §3.10: the dealer draws once every player has decided. A card named to
+    # the dealer right after the deal finishes the open boxes as if they stood (a stand
+    # not recorded reads the same: clean) — the stands recorded after it show the dealer
+    # drew first (a review: clean before): one DEALER_DRAW_RULE a round, at the first
+    dealer = {"card": "5", "to": "dealer"}
+    r = play(name, [1, 2], *deal(name, "T9", "6", "88"), dealer, "stand", "stand", "7")
+    assert r.codes == Counter({"DEALER_DRAW_RULE": 1}), r.codes
+    (dev,) = r.devs("DEALER_DRAW_RULE")
+    assert dev.evidence["hand"] == "box1" and dev.evidence["early"] is True
+    assert r.per_item.index(["DEALER_DRAW_RULE"]) == len(deal(name, "T9", "6", "88")) + 2
+    # no stand recorded at all: the dealer's card stands for them, as before
+    assert play(name, [1, 2], *deal(name, "T9", "6", "88"), dealer, "7").codes == Counter()
+    # the stands before the dealer's card: in order
+    assert play(name, [1, 2], *deal(name, "T9", "6", "88"), "stand", "stand", dealer,
+                "7").codes == Counter()
+
+
 @pytest.mark.parametrize("name", BJ)
 def test_actions_before_the_deal_is_complete(name: str) -> None:
     r = play(name, [1], "T", "double", *deal(name, "", "9", "5", hole="8")[0:],

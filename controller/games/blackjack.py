@@ -148,6 +148,7 @@ class BlackjackReferee(CardLedger):
         self.slot_i = 0
         self.initial_done = False
         self.out_of_order = False  # DEAL_ORDER raised in this round's initial deal (once)
+        self.drew_early = False  # the dealer's draw before a player had decided (once)
         self.peeked = False
         self.peeked_blackjack = False
         self.offers: list[_Rec] = []
@@ -263,6 +264,8 @@ class BlackjackReferee(CardLedger):
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
                            else "every hand is finished")
                     out.append(self._not_allowed(action, None, why))
+                else:
+                    out += self._stood_after_the_dealer()
             elif action == "stand":
                 out += self._stand(hand)
             elif action == "double":
@@ -510,6 +513,26 @@ class BlackjackReferee(CardLedger):
                     and (h.box is not hint.box or not h.from_split or len(h.cards) > 2)):
                 return False
         return True
+
+    def _stood_after_the_dealer(self) -> list[Output]:
+        """A ``stand`` once every hand is finished: where a card named to the dealer had
+        finished an open hand (taken as standing: a stand not recorded reads the same), the
+        stand recorded after it shows that the player had not decided when the dealer drew
+        — 000 §12γ, 004 §3.10, 002 §3 4.4: the dealer draws once every player is done (a
+        review: the dealer's second card during the deal, the stands after it, was clean).
+        Once a round; any other stand changes nothing."""
+        if self.drew_early:
+            return []
+        hand = next((h for h in self._hands() if h.passed_by == "the dealer"), None)
+        if hand is None:
+            return []
+        self.drew_early = True
+        name = self._name(hand)
+        return [self.make(
+            "DEALER_DRAW_RULE", f"the dealer drew before {name} had decided: its stand came "
+            "after the dealer's card (the dealer draws once every player is done)",
+            round=self.round_no, hand=name, dealer=[str(c) for c in self.dealer.cards],
+            drew=True, early=True)]
 
     def _stand_before(self, hand: _Hand | None) -> None:
         """A card named to ``hand`` (None: the dealer) finishes the open hands before it."""
