@@ -463,6 +463,29 @@ def test_two_tableaux_sequences_the_stream_does_not_name_are_not_judged(variant:
     assert r.proc() == {}, [d.message for d in r.devs()]
 
 
+@pytest.mark.parametrize("second", [["LOT-A", "LOT-B"], ["LOT-B"]])
+def test_two_tableaux_a_sequence_naming_the_whole_stock_reuses_one(second: list[str]) -> None:
+    """The opening lists the day's stock (LOT-A, LOT-B) and no count names the first
+    sequence's lots: it was dealt from one of them. A later count naming the whole stock
+    deals that one again (a review: clean before); naming a part of it is not judged."""
+    name = "gr-baccarat-two-tableaux"
+    steps = day(name)
+    opening = steps[first(steps, "table_open")].event
+    lot = opening["deck_lots"][0]
+    opening["deck_lots"] = [lot, {**lot, "id": "LOT-B"}]
+    assert lot["id"] == "LOT-A"
+    steps[first(steps, "opening_check")].event.pop("deck_lots", None)
+    i = first(steps, "new_pack_check")
+    steps[i].event["deck_lots"] = [{**lot, "id": n} for n in second]
+    r = run(name, events(steps))
+    if len(second) == 1:
+        assert r.proc() == {}, [d.message for d in r.devs()]
+        return
+    (dev,) = only(r, "DECK_EXPIRED")
+    assert r.at("DECK_EXPIRED") == [first(steps, "shoe_loaded", shoe=2)]
+    assert dev.evidence["lots"] == ["LOT-A", "LOT-B"] and "stock" in dev.message
+
+
 def test_two_tableaux_new_check_reusing_the_lot() -> None:
     name = "gr-baccarat-two-tableaux"
     steps = day(name)

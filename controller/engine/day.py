@@ -155,6 +155,10 @@ class DayState:
         self._counted_for_next = False
         self._withdrawn = False
         self._sequence_lots: tuple[DeckLot, ...] = ()
+        #: the opening's several lots (the day's stock), and whether the last sequence was
+        #: loaded with lots the stream did not name (from that stock, or a count without lots)
+        self._stock: tuple[DeckLot, ...] = ()
+        self._unknown_sequence = False
         self.checked_open = False
         self._counted = False  # a deck_check since the table opened (the late opening count)
         #: the kinds of event refused while the table was closed (after this day's close)

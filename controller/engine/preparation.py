@@ -108,22 +108,40 @@ class Preparation(DayState):
         the cards were not withdrawn (players left: the sequence goes on after the
         restart). A pack counted without lots, or a table opened with the day's several
         lots and no count naming one, is not judged: the stream does not say (judging
-        the lots named before flagged correct days: a review's false alarms)."""
+        the lots named before flagged correct days: a review's false alarms) — except
+        that a sequence after such a one whose count names every lot of the stock deals
+        from the lot that one used."""
         named, self._named_lots = self._named_lots, None
         counted, self._counted_for_next = self._counted_for_next, False
         withdrawn, self._withdrawn = self._withdrawn, False
+        unknown, self._unknown_sequence = self._unknown_sequence, False
         if not self.profile.deck_lifecycle.new_cards_every_shoe:
             return
         lots = named or (None if counted or withdrawn else self._sequence_lots)
         if not lots:
+            # (not judged: a new sequence's cards brought from the day's stock unnamed and
+            # uncounted read the same as the last one's loaded again — a review's false
+            # alarms; but a later count naming the whole stock is judged, below)
+            self._unknown_sequence = True
             return
         reused = sorted(lot.id for lot in lots if lot.id in self.lots_used_before)
+        ids = {lot.id for lot in lots}
         if reused:
             out.append(self._make(
                 "DECK_EXPIRED",
                 f"lot(s) {', '.join(reused)} already used in an earlier sequence; every "
                 f"sequence needs new cards",
                 lots=reused, shoe=self.shoe,
+            ))
+        elif unknown and self._stock and all(lot.id in ids for lot in self._stock):
+            # an earlier sequence was dealt from the day's stock, lots unnamed: a sequence
+            # naming every lot of it deals one of them again (a review: clean before)
+            stock = sorted(lot.id for lot in self._stock)
+            out.append(self._make(
+                "DECK_EXPIRED",
+                f"lot(s) {', '.join(stock)}: the whole of the day's stock, from which an "
+                "earlier sequence was dealt; every sequence needs new cards",
+                lots=stock, shoe=self.shoe,
             ))
         self.lots_used_before.update(lot.id for lot in lots)
         self._sequence_lots = lots
@@ -184,6 +202,8 @@ class Preparation(DayState):
             self.lots = e.deck_lots
             if len(e.deck_lots) == 1:  # (several: the day's stock, not one sequence's)
                 self._named_lots = e.deck_lots
+            else:
+                self._stock = e.deck_lots
             judge_lots(self.profile, e.deck_lots, self.open_date, self._make, out,
                        self._paper_closed)
         return OPENING_CHECK if self.profile.inspection.opening_check else SHUFFLE
