@@ -928,6 +928,27 @@ def test_a_double_that_never_gets_its_card_is_flagged(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", BJ)
+def test_a_double_passed_by_the_next_box_is_one_missing_card(name: str) -> None:
+    # box 1 doubles and its card never comes; box 2 acts: a doubled hand decides nothing,
+    # so the action is box 2's and box 1's card is missing — one HAND_CARD_MISSING, there
+    # (a review: ACTION_NOT_ALLOWED on box 1, HAND_CARD_MISSING, box 2's play shifted)
+    stands = play(name, [1, 2], *deal(name, "6T", "9", "4Q", hole="8"), "double", "stand",
+                  *dealer_rest(name, "8"))
+    assert stands.codes == Counter({"HAND_CARD_MISSING": 1}), stands.codes
+    at = len(deal(name, "6T", "9", "4Q", hole="8")) + 2
+    assert stands.per_item[at] == ["HAND_CARD_MISSING"]
+    assert stands.devs("HAND_CARD_MISSING")[0].evidence["hand"] == "box1"
+    splits = play(name, [1, 2], *deal(name, "68", "9", "48", hole="8"), "double", "split",
+                  "3", "stand", "5", "stand", *dealer_rest(name, "8"))
+    assert splits.codes == Counter({"HAND_CARD_MISSING": 1}), splits.codes
+    assert [splits.hand(h)["total"] for h in ("box2.1", "box2.2")] == [11, 13]
+    # with no hand after it, an action is the doubled hand's own, refused as before
+    alone = play(name, [1], *deal(name, "6", "9", "4", hole="8"), "double", "stand", "8",
+                 *dealer_rest(name, "8"))
+    assert alone.codes == Counter({"ACTION_NOT_ALLOWED": 1}), alone.codes
+
+
+@pytest.mark.parametrize("name", BJ)
 def test_a_split_hand_that_never_gets_its_second_card_is_flagged(name: str) -> None:
     # 000 §14, 002 §3 2.7, 004 §3.13: after a split each hand gets its second card
     r = play(name, [1], *deal(name, "8", "7", "8", hole="T"), "split", "3", "stand",

@@ -107,6 +107,8 @@ class _Hand:
         self.stood = False
         #: finished by a card named to a later hand or the dealer, no stand recorded
         self.passed_by: str | None = None
+        #: HAND_CARD_MISSING raised already (another hand acted while it waited)
+        self.card_missed = False
         self.done = False
 
     @property
@@ -250,6 +252,15 @@ class BlackjackReferee(CardLedger):
                 hand.done = True  # no resplit possible: the action is the next hand's
                 aces = aces or hand  # (a split there is that hand's pair: taking it for
                 hand = self._in_play()  # the aces split again flagged correct days)
+            while (hand is not None and hand.double_pending
+                   and action in ("stand", "split", "surrender")
+                   and self._next_open(hand) is not None):
+                # a doubled hand decides nothing more: the action is the next hand's, and
+                # the double's one card never came (a review: ACTION_NOT_ALLOWED on the
+                # doubled hand, then HAND_CARD_MISSING, then the next hands shifted). With
+                # no hand after it the action is its own, refused below.
+                out += self._card_missed(hand)
+                hand = self._in_play()
             if (action == "split" and aces is not None
                     and (hand is None or len(hand.cards) != 2 or hand.double_pending)):
                 # no hand after them could be split: the split was the aces' again (000 §14
@@ -319,20 +330,31 @@ class BlackjackReferee(CardLedger):
         if self.peeked_blackjack:  # (the round ended before the players played)
             return out
         for hand in self._hands():
-            if hand.surrendered:
+            if hand.surrendered or hand.card_missed:
                 continue
-            if hand.double_pending:
-                what = "its double's one card (000 §15)"
-            elif hand.from_split and len(hand.cards) < 2:
-                what = "its second card after the split (000 §14)"
-            else:
-                continue
-            name = self._name(hand)
-            out.append(self.make(
-                "HAND_CARD_MISSING", f"round {self.round_no}: {name} ended without {what}",
-                round=self.round_no, hand=name, cards=[str(c) for c in hand.cards],
-                missing="double" if hand.double_pending else "split"))
+            if hand.double_pending or (hand.from_split and len(hand.cards) < 2):
+                out += self._card_missed(hand, ended=True)
         return out
+
+    def _next_open(self, hand: _Hand) -> _Hand | None:
+        """The first unfinished hand after ``hand``."""
+        hands = self._hands()
+        return next((h for h in hands[hands.index(hand) + 1:] if not h.done), None)
+
+    def _card_missed(self, hand: _Hand, *, ended: bool = False) -> list[Deviation]:
+        """``HAND_CARD_MISSING`` for ``hand`` (once): at the round's end, or when the next
+        hand acted while it waited for its double's one card."""
+        hand.done = hand.card_missed = True
+        if hand.double_pending:
+            what = "its double's one card (000 §15)"
+        else:
+            what = "its second card after the split (000 §14)"
+        name = self._name(hand)
+        when = "ended" if ended else "was passed by the next hand's action"
+        return [self.make(
+            "HAND_CARD_MISSING", f"round {self.round_no}: {name} {when} without {what}",
+            round=self.round_no, hand=name, cards=[str(c) for c in hand.cards],
+            missing="double" if hand.double_pending else "split")]
 
     # ------------------------------------------------------------------ hands and names
 
