@@ -121,8 +121,9 @@ class Preparation(DayState):
         if not lots:
             # (not judged: a new sequence's cards brought from the day's stock unnamed and
             # uncounted read the same as the last one's loaded again — a review's false
-            # alarms; but a later count naming the whole stock is judged, below)
-            self._unknown_sequence = True
+            # alarms; but a later count naming the whole stock is judged, below). Cards
+            # withdrawn and dealt again are the same sequence, known or not.
+            self._unknown_sequence = unknown if withdrawn else True
             return
         reused = sorted(lot.id for lot in lots if lot.id in self.lots_used_before)
         ids = {lot.id for lot in lots}
