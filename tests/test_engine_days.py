@@ -682,7 +682,7 @@ def test_russian_dealer_change_during_round_burns_after_it() -> None:
     assert t.run.proc() == {}
 
 
-@pytest.mark.parametrize("at", ["shuffle", "load", "burn"])
+@pytest.mark.parametrize("at", ["shuffle", "load", "burn", "ready"])
 @pytest.mark.parametrize("burned", [5, 6, 7])
 def test_russian_dealer_change_before_the_first_round_burns_five_or_six(at: str, burned: int
                                                                        ) -> None:
@@ -705,8 +705,12 @@ def test_russian_dealer_change_before_the_first_round_burns_five_or_six(at: str,
     if at == "burn":
         t.send("dealer_change", dealer="D2")
     t.cards(3)
+    if at == "ready":  # the start burn complete, the first round not begun
+        t.send("dealer_change", dealer="D2")
     assert t.state == "ready"  # the start burn is complete: the prompt is the next round
-    t.cards(burned - 5)
+    for _ in range(burned - 5):  # the extra cards named to the discard holder, as written
+        t.send("card", card=t.stack[t.pos], to=" Burn")
+        t.pos += 1
     assert t.engine.accounting().burned == burned
     t.round(6)
     assert t.run.proc() == ({"BURN_COUNT": 1} if burned == 7 else {}), (at, burned)

@@ -41,6 +41,9 @@ from controller.events import (
 from controller.outputs import Note, Output
 from controller.rounds import CardLedger
 
+_NOT_A_HAND = frozenset({"discard", "burn"})
+"""A card's ``to`` that names no hand (the discard holder), as the referees read it."""
+
 
 class Dealing(Preparation):
     """The rounds of a shoe (module docstring)."""
@@ -147,7 +150,8 @@ class Dealing(Preparation):
             out.extend(shoe.referee.card(e) if shoe.aside is None  # (the card path)
                        else self._referee_says(lambda r: r.card(e)))
             return None
-        if state == READY and shoe.burn_just_finished and e.to not in (None, "discard"):
+        if (state == READY and shoe.burn_just_finished and e.to is not None
+                and e.to.strip().lower() not in _NOT_A_HAND):
             # named to a hand: the round's first card dealt before the bets closed, not a
             # burn too many (a review: a first round dealt early read as one BURN_COUNT)
             shoe.burn_just_finished = False
@@ -356,9 +360,10 @@ class Dealing(Preparation):
         shoe = self._shoe
         if not n or (not shoe.active and not shoe.loaded):
             return None  # before the shoe's procedure began: the new dealer does it all
-        if not shoe.loaded or (self.state == BURN and shoe.burn_reason == "shoe"):
-            # before the first round: the start burn covers it, or the change's card
-            # follows it (Shoe.change_burn_optional)
+        if (not shoe.loaded or (self.state == BURN and shoe.burn_reason == "shoe")
+                or (self.state == READY and shoe.rounds == 0 and shoe.burn_just_finished)):
+            # from the shuffle to the shoe's first round: the start burn covers it, or the
+            # change's card follows it (Shoe.change_burn_optional)
             shoe.change_burn_optional = n
             return None
         if self.state == READY:

@@ -80,11 +80,11 @@ class Shoe:
     burn_pending: bool = False
     burn_just_finished: bool = False
     change_burn_pending: int = 0
-    #: cards a dealer change before the shoe's first round may add to its start burn: 004
-    #: §3.8 burns one card as play *continues*, and before the first round no play has
-    #: begun and the start burn is still to come or under way — read either way, the
-    #: start burn alone, or with the change's card after it (a review's independent dealer
-    #: burned 5 after a change at the load, where 6 were required)
+    #: cards a dealer change from the shuffle to the shoe's first round may add to its
+    #: start burn: 004 §3.8 burns one card as play *continues*, and before the first round
+    #: no play has begun (the start burn is still to come, under way or just done) — read
+    #: either way, the start burn alone, or with the change's card after it (a review's
+    #: independent dealer burned 5 after a change at the load, where 6 were required)
     change_burn_optional: int = 0
     #: cards read before this round's bets closed (``CARD_BEFORE_BETS_CLOSED``, flagged
     #: then): the first cards of the round the next ``bets_closed`` opens, given to its
