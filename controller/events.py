@@ -246,6 +246,10 @@ class BetsClosed(Event):
     players: int | None = _within(1, MAX_SEATS, default=None)
 
 
+DISCARD_NAMES = frozenset({"discard", "burn"})
+"""A card's ``to`` (stripped, lower case) that names no hand: it went to the discard holder."""
+
+
 @dataclass(frozen=True, slots=True)
 class CardDrawn(Event):
     """A card left the shoe / shuffler and was read (``type`` ``card``)."""
@@ -255,6 +259,11 @@ class CardDrawn(Event):
     exposed: bool = False
     unrequested: bool = False  # came out though no one asked (000 §7: offered to the next players)
     to: str | None = None  # where the card went, when the table knows (e.g. stud "P3", "dealer")
+
+    @property
+    def to_a_hand(self) -> bool:
+        """``to`` names a hand, not the discard holder (:data:`DISCARD_NAMES`, any case)."""
+        return self.to is not None and self.to.strip().lower() not in DISCARD_NAMES
 
     def to_record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "card": str(self.card)}

@@ -41,9 +41,6 @@ from controller.events import (
 from controller.outputs import Note, Output
 from controller.rounds import CardLedger
 
-_NOT_A_HAND = frozenset({"discard", "burn"})
-"""A card's ``to`` that names no hand (the discard holder), as the referees read it."""
-
 
 class Dealing(Preparation):
     """The rounds of a shoe (module docstring)."""
@@ -150,8 +147,7 @@ class Dealing(Preparation):
             out.extend(shoe.referee.card(e) if shoe.aside is None  # (the card path)
                        else self._referee_says(lambda r: r.card(e)))
             return None
-        if (state == READY and shoe.burn_just_finished and e.to is not None
-                and e.to.strip().lower() not in _NOT_A_HAND):
+        if state == READY and shoe.burn_just_finished and e.to_a_hand:
             # named to a hand: the round's first card dealt before the bets closed, not a
             # burn too many (a review: a first round dealt early read as one BURN_COUNT)
             shoe.burn_just_finished = False

@@ -41,7 +41,7 @@ from typing import Any
 
 from controller.cards import Card, blackjack_total
 from controller.deviations import Deviation
-from controller.events import BetsClosed, CardDrawn
+from controller.events import DISCARD_NAMES, BetsClosed, CardDrawn
 from controller.outputs import Note, Output
 from controller.profiles import BlackjackRule, Profile
 from controller.rounds import CardLedger, DeviationFactory, register_referee
@@ -201,7 +201,7 @@ class BlackjackReferee(CardLedger):
             if burn:
                 self.recs.append(_Rec(card, None, "exposed"))
                 return out
-        elif to in (DISCARD, "burn") and not event.unrequested and self.initial_done:
+        elif to in DISCARD_NAMES and not event.unrequested and self.initial_done:
             out.append(self.make(
                 "EXPOSED_CARD", f"{card} went to the discard during the round: burned",
                 card=str(card), round=self.round_no, handling="burn"))
