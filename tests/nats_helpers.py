@@ -79,3 +79,17 @@ class Subscriber:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
+
+
+def forward_once(forwarder: Any, timeout: float = 120) -> None:
+    """Run a ``stop_when_done`` forwarder to its end, or fail after ``timeout`` seconds.
+
+    A forwarder never gives up on its broker (the table deals on regardless), so a test's
+    NATS server that died made ``run()`` wait for ever: a ``make test`` hung at 99 % on
+    a defunct nats-server. Run in its thread, it is stopped and the test fails, naming it."""
+    forwarder.start()
+    forwarder.join(timeout)
+    if forwarder.running():
+        forwarder.stop(timeout=10)
+        raise AssertionError(f"the forwarder did not finish in {timeout:.0f} s (published "
+                             f"{forwarder.published}; is the test's nats-server alive?)")

@@ -22,7 +22,7 @@ from floor.forward import (
     msg_id,
 )
 from tests.floor_helpers import ROOT, append, grow, table_log
-from tests.nats_helpers import stream_messages
+from tests.nats_helpers import forward_once, stream_messages
 from tests.servers import NatsServer
 
 
@@ -42,11 +42,11 @@ def test_a_log_on_disk_is_published_once_in_order_and_a_rerun_sends_nothing(
         nats_server: NatsServer, tmp_path: Path) -> None:
     path = table_log(tmp_path / "logs")
     first = Forwarder([tmp_path / "logs"], Connection([nats_server.url]), stop_when_done=True)
-    first.run()
+    forward_once(first)
     assert first.error is None and first.published == len(expected(path))
     assert stream_messages(nats_server.url) == expected(path)
     again = Forwarder([tmp_path / "logs"], Connection([nats_server.url]), stop_when_done=True)
-    again.run()  # a restart asks the stream where it stands: nothing to resend
+    forward_once(again)  # a restart asks the stream where it stands: nothing to resend
     assert (again.published, again.duplicates) == (0, 0)
     assert stream_messages(nats_server.url) == expected(path)
 
@@ -81,7 +81,8 @@ def test_a_growing_log_reaches_the_stream_whole_through_a_broker_killed_and_rest
 def test_the_stream_refuses_a_record_that_does_not_follow_the_tables_last(
         nats_server: NatsServer, tmp_path: Path) -> None:
     path = table_log(tmp_path / "logs")
-    Forwarder([tmp_path / "logs"], Connection([nats_server.url]), stop_when_done=True).run()
+    forward_once(Forwarder([tmp_path / "logs"], Connection([nats_server.url]),
+                           stop_when_done=True))
     lines = path.read_bytes().splitlines()
 
     async def publish_stale() -> int:

@@ -17,6 +17,7 @@ from floor.core import Floor
 from floor.forward import Connection, Forwarder
 from floor.store import PostgresStore
 from tests.floor_helpers import table_log
+from tests.nats_helpers import forward_once
 from tests.servers import NatsServer, PostgresServer
 
 
@@ -42,7 +43,7 @@ def test_a_floor_whose_first_try_at_the_stream_fails_tries_again_and_takes_every
     try:
         fwd = Forwarder([tmp_path / "logs"], Connection([nats_server.url]),
                         stop_when_done=True)
-        fwd.run()
+        forward_once(fwd)
         assert fwd.error is None and fwd.published == n
         deadline = time.monotonic() + 30
         while consumer.received < n:

@@ -17,6 +17,7 @@ from floor.core import Floor
 from floor.forward import Connection, Forwarder
 from floor.store import PostgresStore
 from tests.floor_helpers import table_log
+from tests.nats_helpers import forward_once
 from tests.servers import NatsServer, PostgresServer
 
 
@@ -66,7 +67,7 @@ def test_two_floors_on_one_consumer_take_three_tables_once_each_with_no_false_al
     try:
         fwd = Forwarder([tmp_path / "logs"], Connection([nats_server.url]),
                         stop_when_done=True)
-        fwd.run()
+        forward_once(fwd)
         assert fwd.error is None and fwd.published == len(want)
         wait_for(lambda: rows(db, "SELECT count(*) FROM audit_records")[0][0] >= len(want))
         last = {t: max(s for (tt, _, s) in want if tt == t) for t in ("BJ-01", "PB-02",
@@ -111,8 +112,8 @@ def test_an_alert_acknowledged_on_one_floor_is_acknowledged_on_the_other(
     consumer = NatsConsumer(floors[0], Connection([nats_server.url]))
     consumer.start()
     try:
-        Forwarder([tmp_path / "logs"], Connection([nats_server.url]),
-                  stop_when_done=True).run()
+        forward_once(Forwarder([tmp_path / "logs"], Connection([nats_server.url]),
+                               stop_when_done=True))
         n = len(path.read_bytes().splitlines())
         wait_for(lambda: rows(db, "SELECT count(*) FROM audit_records")[0][0] >= n)
     finally:

@@ -216,7 +216,7 @@ def test_the_floor_publishes_its_checkpoints_on_the_witness_subject(
     from floor.consume import NatsConsumer
     from floor.forward import Connection, Forwarder
     from floor.store import PostgresStore
-    from tests.nats_helpers import stream_messages
+    from tests.nats_helpers import forward_once, stream_messages
 
     nats_server = request.getfixturevalue("nats_server")
     db = request.getfixturevalue("pg_server").new_database()
@@ -229,7 +229,7 @@ def test_the_floor_publishes_its_checkpoints_on_the_witness_subject(
     try:
         fwd = Forwarder([tmp_path / "logs"], Connection([nats_server.url]),
                         stop_when_done=True)
-        fwd.run()
+        forward_once(fwd)
         assert fwd.error is None
         ends = round_ends(log)
         deadline = time.monotonic() + 30
