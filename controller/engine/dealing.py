@@ -147,26 +147,28 @@ class Dealing(Preparation):
             out.extend(shoe.referee.card(e) if shoe.aside is None  # (the card path)
                        else self._referee_says(lambda r: r.card(e)))
             return None
-        if state == READY and shoe.burn_just_finished and e.to_a_hand:
-            # named to a hand: the round's first card dealt before the bets closed, not a
-            # burn too many (a review: a first round dealt early read as one BURN_COUNT)
-            shoe.burn_just_finished = False
-        if state == READY and shoe.burn_just_finished and shoe.change_burn_optional:
-            shoe.change_burn_optional -= 1  # the dealer change's card after the start burn
-            shoe.burned += 1
-            shoe.burned_since_return += 1
-            shoe.burn_done += 1
-            return None
         if state == READY and shoe.burn_just_finished:
-            shoe.burned += 1  # (the holder may keep it with the burns: it may be a round's)
-            shoe.extra_since_return += 1
-            out.append(self._make(
-                "BURN_COUNT", f"{card} burned after the burn was complete: "
-                f"{shoe.burn_done + 1} burned, {shoe.burn_due} required",
-                burned=shoe.burn_done + 1, required=shoe.burn_due, card=str(card),
-                reason=shoe.burn_reason, mode=self._burn_mode_name()))
-            shoe.burn_done += 1
-            return None
+            if e.to_a_hand:
+                # named to a hand: the round's first card dealt before the bets closed (the
+                # path below), not a burn too many (a review: a first round dealt early read
+                # as one BURN_COUNT)
+                shoe.burn_just_finished = False
+            elif shoe.change_burn_optional:  # the dealer change's card after the start burn
+                shoe.change_burn_optional -= 1
+                shoe.burned += 1
+                shoe.burned_since_return += 1
+                shoe.burn_done += 1
+                return None
+            else:
+                shoe.burned += 1  # (the holder may keep it with the burns: a round's maybe)
+                shoe.extra_since_return += 1
+                out.append(self._make(
+                    "BURN_COUNT", f"{card} burned after the burn was complete: "
+                    f"{shoe.burn_done + 1} burned, {shoe.burn_due} required",
+                    burned=shoe.burn_done + 1, required=shoe.burn_due, card=str(card),
+                    reason=shoe.burn_reason, mode=self._burn_mode_name()))
+                shoe.burn_done += 1
+                return None
         if state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
             shoe.dealt += 1
             out.append(self._make(

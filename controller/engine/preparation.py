@@ -126,7 +126,6 @@ class Preparation(DayState):
             self._unknown_sequence = unknown if withdrawn else True
             return
         reused = sorted(lot.id for lot in lots if lot.id in self.lots_used_before)
-        ids = {lot.id for lot in lots}
         if reused:
             out.append(self._make(
                 "DECK_EXPIRED",
@@ -134,7 +133,8 @@ class Preparation(DayState):
                 f"sequence needs new cards",
                 lots=reused, shoe=self.shoe,
             ))
-        elif unknown and self._stock and all(lot.id in ids for lot in self._stock):
+        elif unknown and self._stock and ({lot.id for lot in self._stock}
+                                          <= {lot.id for lot in lots}):
             # an earlier sequence was dealt from the day's stock, lots unnamed: a sequence
             # naming every lot of it deals one of them again (a review: clean before)
             stock = sorted(lot.id for lot in self._stock)

@@ -48,6 +48,7 @@ from controller.rounds import CardLedger, DeviationFactory, register_referee
 
 DEALER = "dealer"
 DISCARD = "discard"
+_THE_DEALER = "the dealer"  # a hand's passed_by when a card named to the dealer finished it
 _BOX = re.compile(r"^(?:box)?0*([1-9]\d*)(?:\.0*([1-9]\d*))?$")
 
 # Greek §12 rules, used when a profile has no [blackjack] section (never for a valid one).
@@ -265,11 +266,8 @@ class BlackjackReferee(CardLedger):
                     and (hand is None or len(hand.cards) != 2 or hand.double_pending)):
                 # no hand after them could be split: the split was the aces' again (000 §14
                 # "no new split", 002 §3 2.7), refused as it would be there, and named so
-                r = self.rule
-                out.append(self._not_allowed("split", aces, (
-                    f"box {aces.box.number} has split {aces.box.splits} time(s), the most "
-                    "allowed" if aces.box is not None and aces.box.splits >= r.max_splits
-                    else f"aces may be split {r.split_aces_max} time(s) only")))
+                assert aces.box is not None
+                out.append(self._not_allowed("split", aces, self._split_limit(aces.box, True)))
             elif hand is None:
                 if action != "stand":  # a stand with no hand in play changes nothing
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
@@ -545,7 +543,7 @@ class BlackjackReferee(CardLedger):
         Once a round; any other stand changes nothing."""
         if self.drew_early:
             return []
-        hand = next((h for h in self._hands() if h.passed_by == "the dealer"), None)
+        hand = next((h for h in self._hands() if h.passed_by == _THE_DEALER), None)
         if hand is None:
             return []
         self.drew_early = True
@@ -563,7 +561,7 @@ class BlackjackReferee(CardLedger):
                 return
             if not h.done and len(h.cards) >= 2 and not h.double_pending:
                 h.done = h.stood = True
-                h.passed_by = self._name(hand) if hand is not None else "the dealer"
+                h.passed_by = self._name(hand) if hand is not None else _THE_DEALER
 
     def _to_finished(self, hand: _Hand, card: Card) -> list[Output]:
         if hand.refused:
@@ -741,10 +739,8 @@ class BlackjackReferee(CardLedger):
             why = "this game has no split"
         elif cards[0].pip != cards[1].pip:
             why = f"{cards[0]} and {cards[1]} are not of equal value"
-        elif box.splits >= r.max_splits:
-            why = f"box {box.number} has split {box.splits} time(s), the most allowed"
-        elif aces and box.ace_splits >= r.split_aces_max:
-            why = f"aces may be split {r.split_aces_max} time(s) only"
+        else:
+            why = self._split_limit(box, aces)
         first, second = hand.recs
         new = _Hand(box)
         hand.recs.remove(second)
@@ -759,6 +755,15 @@ class BlackjackReferee(CardLedger):
         box.splits += 1
         box.ace_splits += aces
         return [self._not_allowed("split", hand, why)] if why else []
+
+    def _split_limit(self, box: _Box, aces: bool) -> str:
+        """Why a box may split no more (000 §14, 002 §3 2.7, 004 §3.13), or ""."""
+        r = self.rule
+        if box.splits >= r.max_splits:
+            return f"box {box.number} has split {box.splits} time(s), the most allowed"
+        if aces and box.ace_splits >= r.split_aces_max:
+            return f"aces may be split {r.split_aces_max} time(s) only"
+        return ""
 
     def _surrender(self, hand: _Hand) -> list[Output]:
         if len(hand.cards) < 2:
