@@ -55,6 +55,7 @@ DeviationCode = Literal[
     "HAND_CARD_MISSING",
     "DEAL_COUNT",
     "DEAL_ORDER",
+    "BOX_COUNT",
     "EXPOSED_CARD",
     "DUMMY_HAND",
 ]
@@ -151,6 +152,9 @@ _SPECS = [
                   "cards dealt out of the rules' order, judged where cards name their hand "
                   "(`to`): stud poker one at a time to every hand; Banco Punto and live "
                   "baccarat Punto, Banco, Punto, Banco (the `[baccarat]` rule)"),
+    DeviationSpec("BOX_COUNT", Severity.WARNING, "dealing",
+                  "blackjack: bets on a box the table does not have (the layout's boxes: "
+                  "seven, 004 §3.4, §3.10; 002 §3 1.2.1)"),
     DeviationSpec("EXPOSED_CARD", Severity.INFO, "exposed_card",
                   "a card came out face up; burned or used as the profile says"),
     DeviationSpec("DUMMY_HAND", Severity.INFO, "exposed_card",

@@ -167,6 +167,8 @@ class DealingRule(Section):
 
     bets_close_before_cards: bool = _flag(
         "no card but a burn leaves the shoe before bets are closed")
+    boxes: int = _later(0, "blackjack: the boxes on the layout, numbered from 1; a bet on a "
+                        "box beyond them is BOX_COUNT (0: not checked)", 0, 64)
 
 
 @dataclass(frozen=True)

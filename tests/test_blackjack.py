@@ -31,7 +31,7 @@ BJ = ["gr-blackjack", "gr-blackjack-shuffler", "live-blackjack", "ru-blackjack"]
 GREEK = ["gr-blackjack", "gr-blackjack-shuffler"]
 NO_HOLE = ["gr-blackjack", "gr-blackjack-shuffler", "ru-blackjack"]  # 000 §12α, 004 §3.10
 DEALING = {"DEALER_DRAW_RULE", "CARD_TO_FINISHED_HAND", "ACTION_NOT_ALLOWED", "EXPOSED_CARD",
-           "HAND_CARD_MISSING", "DEAL_ORDER"}
+           "HAND_CARD_MISSING", "DEAL_ORDER", "BOX_COUNT"}
 ACTIONS = {"stand", "double", "split", "surrender", "accept", "decline"}
 
 
@@ -321,6 +321,27 @@ def test_a_card_to_a_box_with_no_bet_is_deal_order_and_in_no_hand(name: str, whe
     assert "DEAL_ORDER" not in plain.codes
     assert r.data["hands"] == plain.data["hands"] and r.dealer() == plain.dealer()
     assert Counter(r.codes) - Counter({"DEAL_ORDER": 1}) == Counter(plain.codes)
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_bet_on_an_eighth_box_is_box_count_and_the_round_is_judged_as_usual(name: str) -> None:
+    """Seven boxes on a blackjack table (004 §3.4 "the most boxes in a game: seven", §3.10;
+    002 §3 1.2.1 "up to seven players (and no more)"): bets on box 8 were clean (a review's
+    miss). One BOX_COUNT at bets_closed, citing the [dealing] section; box 8 is still dealt
+    and played like any other, so nothing after it moves."""
+    hole = prof(name).blackjack.dealer_hole_card  # type: ignore[union-attr]
+    deal = ["T", "T", "9", "7", "8", *(["5"] if hole else [])]  # boxes 7 and 8, dealer 9 (+5)
+    script = [*deal, "stand", "stand", "3" if hole else "8"]
+    r = play(name, [7, 8], *script)
+    assert r.per_item[0] == ["BOX_COUNT"] and r.codes == Counter({"BOX_COUNT": 1})
+    (dev,) = r.devs("BOX_COUNT")
+    assert dev.evidence["boxes"] == [7, 8] and dev.evidence["layout"] == 7
+    assert dev.severity == "warning" and dev.rule.startswith(name)
+    assert r.hand("box8")["total"] == 18 and r.dealer()["total"] == 17
+    # seven boxes, the highest numbered 7: clean
+    seven = play(name, [1, 2, 3, 4, 5, 6, 7], *["T"] * 7, "9", *["7"] * 7,
+                 *(["8"] if hole else []), *["stand"] * 7, *([] if hole else ["8"]))
+    assert "BOX_COUNT" not in seven.codes, seven.codes
 
 
 @pytest.mark.parametrize("name", NO_HOLE)

@@ -169,6 +169,13 @@ class BlackjackReferee(CardLedger):
         if not numbers:
             return out  # no boxes named: the round is only recorded
         self.active = True
+        layout = self.profile.dealing.boxes
+        beyond = [n for n in numbers if layout and n > layout]
+        if beyond:
+            out.append(self.make(
+                "BOX_COUNT", f"round {round_no}: bets on box(es) "
+                f"{', '.join(str(n) for n in beyond)}: the table has {layout} boxes",
+                round=round_no, boxes=list(numbers), layout=layout))
         for n in numbers:
             box = _Box(n)
             box.hands.append(_Hand(box))
