@@ -57,6 +57,7 @@ DeviationCode = Literal[
     "DEAL_ORDER",
     "BOX_COUNT",
     "EXPOSED_CARD",
+    "EXPOSED_CARD_KEPT",
     "DUMMY_HAND",
 ]
 """Every deviation code, as a type: the engine and the referees raise codes by name, and the
@@ -157,6 +158,9 @@ _SPECS = [
                   "seven, 004 §3.4, §3.10; 002 §3 1.2.1)"),
     DeviationSpec("EXPOSED_CARD", Severity.INFO, "exposed_card",
                   "a card came out face up; burned or used as the profile says"),
+    DeviationSpec("EXPOSED_CARD_KEPT", Severity.WARNING, "exposed_card",
+                  "blackjack: a card that came out face up stayed in the hand it was meant "
+                  "for (the next card went to the next place), where the rules burn it"),
     DeviationSpec("DUMMY_HAND", Severity.INFO, "exposed_card",
                   "the first card of a round was exposed: the round is a dummy, bets not "
                   "accepted"),

@@ -31,7 +31,8 @@ BJ = ["gr-blackjack", "gr-blackjack-shuffler", "live-blackjack", "ru-blackjack"]
 GREEK = ["gr-blackjack", "gr-blackjack-shuffler"]
 NO_HOLE = ["gr-blackjack", "gr-blackjack-shuffler", "ru-blackjack"]  # 000 §12α, 004 §3.10
 DEALING = {"DEALER_DRAW_RULE", "CARD_TO_FINISHED_HAND", "ACTION_NOT_ALLOWED", "EXPOSED_CARD",
-           "HAND_CARD_MISSING", "DEAL_ORDER", "BOX_COUNT"}
+           "HAND_CARD_MISSING", "DEAL_ORDER", "BOX_COUNT",
+           "EXPOSED_CARD_KEPT"}
 ACTIONS = {"stand", "double", "split", "surrender", "accept", "decline"}
 
 
@@ -623,6 +624,22 @@ def test_declined_ace_resplit(name: str) -> None:
     assert [h["total"] for h in r.data["hands"]] == [12, 18, 19]
 
 
+@pytest.mark.parametrize("action", ["double", "surrender"])
+def test_aces_not_split_again_and_no_decision_recorded_the_next_box_acts(action: str) -> None:
+    """ru-blackjack lets aces split again (004 §3.13), so an A-A split hand waits for the
+    table's decision. A dealer who records nothing for aces not split again (a review):
+    the next box's double or surrender was refused on the aces, which can take neither
+    (one card each; no surrender after a split), and the next box's card shifted."""
+    box2 = "65" if action == "double" else "T6"  # 11 doubles; 16 against a 9 surrenders
+    after = ["9"] if action == "double" else []
+    r = play("ru-blackjack", [1, 2], *deal("ru-blackjack", "A" + box2[0], "9", "A" + box2[1]),
+             "split", "7", "A", action, *after, "8")
+    assert r.codes == Counter(), r.codes
+    assert [h["total"] for h in r.data["hands"]] == [18, 12, 20 if after else 16]
+    assert r.hand("box2")["outcome"] == ("win" if after else "surrender")
+    assert r.dealer()["total"] == 17
+
+
 @pytest.mark.parametrize("name", BJ)
 def test_split_ace_receiving_an_ace_without_a_resplit_is_finished(name: str) -> None:
     r = play(name, [1], *deal(name, "A", "9", "A", hole="8"), "split", "A", "7",
@@ -855,6 +872,51 @@ def test_exposed_card_while_playing(name: str) -> None:
              "6", "stand", *dealer_rest(name, "8"))
     assert r.codes == Counter({"EXPOSED_CARD": 1})
     assert r.hand("box1")["total"] == 18
+
+
+@pytest.mark.parametrize("name", BJ)
+@pytest.mark.parametrize("next_to", ["box1", "box2", None])
+def test_an_exposed_card_of_the_deal_kept_in_its_box(name: str, next_to: str | None) -> None:
+    """000 §7: an exposed card is burned and the next card takes its place. A dealer who
+    kept it in box 1 (the next card named box 2) was read as burning it, every card after
+    it one place off: DEAL_ORDER, two ACTION_NOT_ALLOWED, DEALER_DRAW_RULE (a review). Now
+    one EXPOSED_CARD_KEPT, at the next card, and the round laid as dealt. Replaced (the next
+    card named box 1 again) or shown by nothing (no `to`): burned, as before."""
+    hole = prof(name).blackjack.dealer_hole_card  # type: ignore[union-attr]
+    exposed = {"card": "8", "exposed": True, "to": "box1"}
+    nxt = {"card": "9"} | ({"to": next_to} if next_to else {})
+    if next_to == "box2":  # kept: box1 8 5 (13), box2 9 9 (18), the dealer 7 T (17)
+        script = [exposed, nxt, {"card": "7", "to": "dealer"}, {"card": "5", "to": "box1"},
+                  {"card": "9", "to": "box2"}, *([{"card": "T", "to": "dealer"}] if hole else []),
+                  "stand", "stand", *([] if hole else [{"card": "T", "to": "dealer"}])]
+    else:  # burned: box1 9 5 (14), box2 T 9 (19), the dealer 7 T (17)
+        script = [exposed, nxt, {"card": "T"}, {"card": "7"}, {"card": "5"}, {"card": "9"},
+                  *(["T"] if hole else []), "stand", "stand", *([] if hole else ["T"])]
+    r = play(name, [1, 2], *script)
+    if next_to == "box2":
+        assert r.codes == Counter({"EXPOSED_CARD": 1, "EXPOSED_CARD_KEPT": 1}), r.codes
+        assert r.per_item[2] == ["EXPOSED_CARD_KEPT"]
+        (dev,) = r.devs("EXPOSED_CARD_KEPT")
+        assert dev.severity == "warning" and dev.rule == prof(name).rule("exposed_card")
+        assert (dev.evidence["card"][0], dev.evidence["to"], dev.evidence["next"][0]) == \
+            ("8", "box1", "9")
+        assert r.hand("box1")["total"] == 13 and r.hand("box2")["total"] == 18
+    else:
+        assert r.codes == Counter({"EXPOSED_CARD": 1}), r.codes
+        assert r.hand("box1")["total"] == 14 and r.hand("box2")["total"] == 19
+    assert r.dealer()["total"] == 17
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_an_exposed_hit_kept_by_the_hand_in_play(name: str) -> None:
+    # box 1 (T 2) hits: the K comes out face up, named to it, and stays (22: bust); the next
+    # card is the dealer's. Kept, the hand is bust, and the dealer draws as he must.
+    hole = prof(name).blackjack.dealer_hole_card  # type: ignore[union-attr]
+    r = play(name, [1], *deal(name, "T", "9", "2", hole="6"),  # the dealer 9 (6: 15)
+             {"card": "K", "exposed": True, "to": "box1"},
+             {"card": "2" if hole else "8", "to": "dealer"})
+    assert r.codes == Counter({"EXPOSED_CARD": 1, "EXPOSED_CARD_KEPT": 1}), r.codes
+    assert r.hand("box1")["total"] == 22 and r.dealer()["total"] == 17
 
 
 # --------------------------------------------------------------------------- unrequested cards

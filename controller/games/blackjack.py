@@ -159,6 +159,9 @@ class BlackjackReferee(CardLedger):
         #: the hand the last card drew for, while nothing else has happened since (a card
         #: that comes out unrequested after it is that player's: 000 §7)
         self.drawn_last: _Hand | None = None
+        #: the last card, if it came out face up and was burned while naming (``to``) the
+        #: hand that was due: the next card shows whether it was (:meth:`_exposed_kept`)
+        self.exposed_for: tuple[_Rec, _Hand, str] | None = None
 
     # ------------------------------------------------------------------ the seam
 
@@ -189,7 +192,8 @@ class BlackjackReferee(CardLedger):
     def card(self, event: CardDrawn) -> list[Output]:
         if not self.active:
             return super().card(event)
-        out = self._card(event)
+        out = self._exposed_kept(event)
+        out += self._card(event)
         last = self.recs[-1] if self.recs else None
         self.drawn_last = (last.hand if last is not None and last.why in _DRAWN
                            and not event.unrequested else None)
@@ -207,7 +211,11 @@ class BlackjackReferee(CardLedger):
                 card=str(card), round=self.round_no,
                 handling=self.profile.exposed_card.handling))
             if burn:
-                self.recs.append(_Rec(card, None, "exposed"))
+                rec = _Rec(card, None, "exposed")
+                self.recs.append(rec)
+                named = self._named(to) if to not in DISCARD_NAMES else None
+                if named is not None and named is self._due():
+                    self.exposed_for = (rec, named, to)
                 return out
         elif to in DISCARD_NAMES and not event.unrequested and self.initial_done:
             out.append(self.make(
@@ -241,6 +249,7 @@ class BlackjackReferee(CardLedger):
         if not self.active:
             return []
         self.drawn_last = None
+        self.exposed_for = None
         out: list[Output] = []
         if not self.initial_done:
             due = self.slots[self.slot_i] if self.slot_i < len(self.slots) else None
@@ -256,8 +265,14 @@ class BlackjackReferee(CardLedger):
             hand = self._in_play()
             aces: _Hand | None = None  # a split ace holding another ace, not to be split
             while (hand is not None and self._ace_pending(hand)
-                   and not self._resplit_open(hand)):
-                hand.done = True  # no resplit possible: the action is the next hand's
+                   and (not self._resplit_open(hand)
+                        or (action in ("double", "surrender")
+                            and self._next_open(hand) is not None))):
+                # no resplit possible, or an action split aces can never take (one card
+                # each; no surrender after a split): the action is the next hand's (a
+                # review: a Russian dealer records nothing for aces not split again, and
+                # the next box's double was refused on the aces)
+                hand.done = True
                 aces = aces or hand  # (a split there is that hand's pair: taking it for
                 hand = self._in_play()  # the aces split again flagged correct days)
             while (hand is not None and hand.double_pending
@@ -365,6 +380,47 @@ class BlackjackReferee(CardLedger):
 
     def _hands(self) -> list[_Hand]:
         return [h for b in self.boxes for h in b.hands]
+
+    def _named(self, to: str) -> _Hand | None:
+        """The hand (or the dealer) ``card.to`` names; None if absent or unknown."""
+        hint = self._hint(to) if to else None
+        return self.dealer if hint == DEALER else hint if isinstance(hint, _Hand) else None
+
+    def _due(self) -> _Hand | None:
+        """Where a card without ``to`` would go now: the next place of the initial deal,
+        else the hand in play, else the dealer (None once the dealer is done)."""
+        if not self.initial_done:
+            return self.slots[self.slot_i] if self.slot_i < len(self.slots) else None
+        hand = self._in_play()
+        return hand if hand is not None else None if self.dealer.done else self.dealer
+
+    def _exposed_kept(self, event: CardDrawn) -> list[Output]:
+        """A card came out face up naming the hand that was due, and was burned (000 §7:
+        "that card is burned … and play continues": the next card takes its place). If
+        the next card names another hand, the exposed card was not replaced: it was dealt
+        into its hand. ``EXPOSED_CARD_KEPT`` once, and the card is laid there — read as
+        burned, every card after it was one place off (a review: four unrelated
+        deviations). A next card without ``to`` shows nothing: the burn stands."""
+        kept, self.exposed_for = self.exposed_for, None
+        if kept is None or event.exposed or event.unrequested:
+            return []
+        rec, hand, to = kept
+        named = self._named((event.to or "").strip().lower())
+        if named is None or named is hand or hand is not self._due():
+            return []
+        out: list[Output] = [self.make(
+            "EXPOSED_CARD_KEPT", f"{rec.card} came out face up for {self._name(hand)} and "
+            f"stayed there: the next card, {event.card}, went to {self._name(named)}; "
+            "an exposed card is burned and the next card takes its place",
+            card=str(rec.card), to=self._name(hand), next=str(event.card),
+            round=self.round_no)]
+        self.recs.remove(rec)
+        if not self.initial_done:
+            out += self._initial(rec.card, to)
+        else:
+            out += self._play_card(rec.card, to)
+        self._settle()
+        return out
 
     def _in_play(self) -> _Hand | None:
         """The hand actions apply to: the first hand not finished."""
