@@ -36,7 +36,9 @@ from controller.audit import (
     read_anchors,
     verify_set,
 )
+from controller.audit.anchors import anchor_file_problem
 from controller.audit.records import LogReadError
+from controller.inputfiles import file_problem
 from controller.progressbar import ProgressBar, total_bytes, wanted
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -57,14 +59,16 @@ def _key(command: str, path: str | None) -> bytes | None:
 
 def _wrong_file(command: str, logs: list[str]) -> bool:
     """Say so of a file given that is no audit log at all (empty, or another program's
-    JSON lines): the wrong file, not a log that was altered. True when one was."""
+    JSON lines): the wrong file, not a log that was altered; or no file to read at all (a
+    FIFO, read, blocked the command: a review). True when one was."""
     from controller.audit.sets import not_a_log
 
     wrong = False
     for path in logs:
-        why = None
-        with contextlib.suppress(OSError):
-            why = not_a_log(Path(path)) if Path(path).is_file() else None
+        why = file_problem(path)
+        if why is None:
+            with contextlib.suppress(OSError):
+                why = not_a_log(Path(path))
         if why is not None:
             _err(command, f"{path}: {why}")
             wrong = True
@@ -261,10 +265,10 @@ def cmd_recover(args: argparse.Namespace) -> int:
     from controller.audit.recovery import recover
     from controller.audit.replay import ReplayError
 
-    if not Path(args.log).is_file():
-        _err("recover", f"{args.log}: no such file")
-        return EXIT_BAD_INPUT
     if _wrong_file("recover", [args.log]):  # (nothing of a table's to recover: left as is)
+        return EXIT_BAD_INPUT
+    if args.anchors and (why := anchor_file_problem(args.anchors)) is not None:
+        _err("recover", f"--anchors {why}")
         return EXIT_BAD_INPUT
     try:
         key = _key("recover", args.key)

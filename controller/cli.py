@@ -16,7 +16,6 @@ import functools
 import json
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import IO, Any
 
 from controller import __version__, audit_cli, jsontext
@@ -26,6 +25,7 @@ from controller.audit.chain import DURABILITY_POLICIES, Durability
 from controller.deviations import Deviation, Severity
 from controller.engine import TableEngine, mermaid_chart
 from controller.events import EventError, parse_event
+from controller.inputfiles import file_problem
 from controller.jsontext import JsonTextError
 from controller.profiles import Profile, ProfileError, load_profile, profile_names
 from controller.session import TableSession
@@ -72,8 +72,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if profile is None:
         return EXIT_BAD_INPUT
     source = "<stdin>" if args.input == "-" else args.input
-    if args.input != "-" and not Path(args.input).is_file():
-        print(f"shoewarden check: {source}: no such file", file=sys.stderr)
+    why = None if args.input == "-" else file_problem(args.input)
+    if why is not None:
+        print(f"shoewarden check: {source}: {why}", file=sys.stderr)
         return EXIT_BAD_INPUT
     audit = None
     if args.log:

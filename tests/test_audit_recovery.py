@@ -269,6 +269,20 @@ def test_recover_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["audit", "recover", str(tmp_path / "nope.jsonl")]) == 2
 
 
+@pytest.mark.parametrize("where", ["a directory", "its directory"])
+def test_recover_refuses_anchors_it_cannot_write_before_touching_the_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture, where: str) -> None:
+    # a review: `--anchors DIR` (or a file under a missing directory) recovered the log,
+    # wrote no anchor and said nothing (exit 0)
+    path = _crashed_log(tmp_path, _events())
+    data = path.read_bytes()[:-9]
+    path.write_bytes(data)
+    anchors = {"a directory": tmp_path, "its directory": tmp_path / "none" / "a.jsonl"}[where]
+    assert main(["audit", "recover", "--no-syslog", "--anchors", str(anchors), str(path)]) == 2
+    assert f"--anchors {anchors}: " in capsys.readouterr().err
+    assert path.read_bytes() == data  # the torn line is still there: nothing was done
+
+
 def test_recover_leaves_a_file_that_is_no_log_as_it_is(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """An empty file had a recovery record written into it ('state None, shoe None')."""

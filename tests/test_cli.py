@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -217,3 +218,24 @@ def test_a_log_of_a_stream_with_no_event_holds_its_header(tmp_path: Path) -> Non
     result = verify_file(log)
     assert result.ok and result.records == 1
     assert json.loads(log.read_text().splitlines()[0])["kind"] == "header"
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--profile", "gr-blackjack", "{F}"], ["check", "--profile", "gr-blackjack", "{D}"],
+    ["audit", "verify", "{F}"], ["audit", "verify", "{D}"], ["audit", "replay", "{F}"],
+    ["audit", "report", "{F}"], ["audit", "recover", "{F}"], ["audit", "recover", "{D}"],
+    ["audit", "verify", "--key", "{F}", "{L}"], ["audit", "verify", "--anchors", "{F}", "{L}"],
+])
+def test_a_fifo_or_a_directory_given_as_a_file_is_named_not_waited_on(
+        tmp_path: Path, argv: list[str]) -> None:
+    # a review: replay, report and --key opened a FIFO and waited forever for a writer; check,
+    # verify and recover called a FIFO, a device and a directory "no such file"
+    fifo, log = tmp_path / "fifo", tmp_path / "T1-2026-11-21.jsonl"
+    os.mkfifo(fifo)
+    log.write_text("")
+    args = [a.format(F=fifo, D=tmp_path, L=log) for a in argv]
+    said = "not a regular file" if "{F}" in argv else "a directory"
+    result = subprocess.run([sys.executable, "-m", "controller", *args], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert said in result.stderr and "Traceback" not in result.stderr, result.stderr

@@ -21,6 +21,7 @@ from controller.audit.witness import (
     load_key,
     load_public_key,
     parse_checkpoints,
+    read_checkpoints,
 )
 from controller.cli import main as cli_main
 from floor.core import Floor
@@ -185,6 +186,34 @@ def test_a_checkpoint_not_signed_by_the_witness_fails_and_proves_nothing(
     code, _, err = run("audit", "verify", str(log), "--witness", str(forged_file),
                        "--witness-key", str(log))
     assert code == 2 and "not a PEM public key" in err
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:abc/x", "http://a b/", "http://[::1"])
+def test_a_malformed_witness_url_is_named_not_a_traceback(url: str, tmp_path: Path) -> None:
+    # a review: urllib raises ValueError (http.client.InvalidURL) for these, which escaped
+    # `audit verify --witness URL` as a traceback
+    log = table_log(tmp_path / "logs", TABLE)
+    code, _, err = run("floor", "witness-key", str(tmp_path / "witness.pem"),
+                       "--public", str(tmp_path / "witness.pub"))
+    assert code == 0, err
+    code, out, err = run("audit", "verify", str(log), "--witness", url,
+                         "--witness-key", str(tmp_path / "witness.pub"))
+    assert code == 2 and f"{url}: not a valid URL" in err and "Traceback" not in out + err
+
+
+def test_a_fifo_named_as_a_key_or_checkpoint_file_is_refused_not_waited_on(
+        tmp_path: Path) -> None:
+    # a review: opening a FIFO blocks until someone writes to it: `audit verify` hung
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(WitnessError, match="fifo: cannot read the public key: not a regular"):
+        load_public_key(fifo)
+    with pytest.raises(WitnessError, match="fifo: cannot read the witness key: not a regular"):
+        load_key(fifo)
+    with pytest.raises(WitnessError, match="cannot read the checkpoint file: a directory"):
+        read_checkpoints(str(tmp_path))
+    with pytest.raises(WitnessError, match="cannot read the checkpoint file: not a regular"):
+        read_checkpoints(str(fifo))
 
 
 def test_the_floor_serves_its_checkpoints_and_verify_reads_them_over_http(

@@ -36,6 +36,7 @@ from typing import Any
 from controller import jsontext
 from controller.audit.canonical import canonical_bytes
 from controller.audit.modes import open_file
+from controller.inputfiles import file_problem
 from controller.jsontext import JsonTextError
 
 try:  # not on every platform
@@ -107,6 +108,21 @@ class AnchorSink:
         return record
 
 
+def anchor_file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why anchors cannot be appended at ``path`` (None: they can, as far as one can tell
+    before writing). Asked before a command starts: a directory, or a file under one that
+    does not exist, left ``audit recover`` without its anchor and without a word, and
+    ``bench`` raising ANCHOR_WRITE_FAILED only after the whole day (a review)."""
+    p = Path(path)  # (a device is allowed: a write-once line printer, /dev/full in a test)
+    if p.is_dir():
+        return f"{p}: a directory, not an anchor file"
+    if not p.exists() and not p.parent.is_dir():
+        return f"{p}: its directory {p.parent} does not exist"
+    if not os.access(p if p.exists() else p.parent, os.W_OK):
+        return f"{p}: not writable"
+    return None
+
+
 def _append_whole(path: str, line: bytes, *, fsync: bool) -> None:
     """Append ``line`` whole, or not at all: under an exclusive lock (several writers may
     share an anchor file), a short or failed write (a full disk) is cut back to where the
@@ -147,6 +163,9 @@ def read_anchors(path: str | os.PathLike[str], notes: list[str] | None = None) -
     written whole): it is skipped, and said in ``notes`` (when given).
     """
     name = os.fspath(path)
+    why = file_problem(name)  # (a FIFO blocked the reader: a review)
+    if why is not None and why != "no such file":
+        raise AnchorFileError(f"cannot read the anchor file: {why}", path=name)
     try:
         data = Path(name).read_bytes()
     except FileNotFoundError:

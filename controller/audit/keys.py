@@ -18,6 +18,7 @@ import stat
 from dataclasses import dataclass
 
 from controller.audit.canonical import key_id
+from controller.inputfiles import file_problem
 
 MIN_KEY_BYTES = 32
 
@@ -59,14 +60,22 @@ def parse_key(text: str, source: str = "<key>") -> bytes:
 def load_key(path: str | os.PathLike[str]) -> LoadedKey:
     """Read a key file; raises :class:`KeyFileError` (never ``OSError``) when it is unusable."""
     name = os.fspath(path)
+    why = file_problem(name)  # (a FIFO blocked the command: a review)
+    if why == "no such file":
+        raise KeyFileError(f"{name}: no such key file")
+    if why is not None:
+        raise KeyFileError(f"{name}: cannot read the key file: {why}")
     try:
         with open(name, encoding="ascii") as f:
             text = f.read()
         mode = os.stat(name).st_mode
     except FileNotFoundError:
         raise KeyFileError(f"{name}: no such key file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KeyFileError(f"{name}: cannot read the key file: {exc}") from None
+    except UnicodeDecodeError:
+        raise KeyFileError(f"{name}: not a key file (a key is hexadecimal text)") from None
+    except OSError as exc:
+        raise KeyFileError(f"{name}: cannot read the key file: {exc.strerror or exc}") \
+            from None
     key = parse_key(text, name)
     warning = None
     if stat.S_IMODE(mode) & 0o077:

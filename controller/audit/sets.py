@@ -32,6 +32,7 @@ from controller.audit.anchors import Anchor
 from controller.audit.files import parse_log_name
 from controller.audit.records import Meter
 from controller.audit.verify import WRONG_KEY, VerifyResult, verify_file
+from controller.inputfiles import file_problem
 from controller.jsontext import JsonTextError
 
 # Problem kinds added by the set checks (file-level kinds are in controller.audit.verify).
@@ -250,10 +251,9 @@ def verify_set(
             continue
         seen.add(real)
         try:
-            if path.is_dir():
-                raise IsADirectoryError("a directory, not a log file")
-            if not path.is_file():
-                raise FileNotFoundError("no such file")
+            why = file_problem(path)
+            if why is not None:
+                raise OSError(0, "a directory, not a log file" if why == "a directory" else why)
             first = _first_record(path)
         except OSError as exc:
             report.unreadable.append(f"{path}: {exc.strerror or exc}")
@@ -424,7 +424,12 @@ def _check_anchors(check: TableCheck, anchors: list[Anchor], partial: bool,
             if a.seq and (a.file not in not_given or a.seq >= not_given[a.file].seq):
                 not_given[a.file] = a
             continue
-        last_for[a.file] = a
+        # the writer's last anchor of the file, by its line in the anchor file: the list is
+        # grouped by table, so a file-mode log's 'open' anchor (written before the table
+        # was known: table null) came after its 'close' and hid the records appended
+        # after it (a review); a witness's checkpoint is no writer's word on closing
+        if a.kind == "anchor" and (a.file not in last_for or a.line >= last_for[a.file].line):
+            last_for[a.file] = a
         if a.seq == 0:
             continue
         r = fc.result

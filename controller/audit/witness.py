@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import http.client
 import os
 import stat
 import urllib.error
@@ -38,6 +39,7 @@ from typing import Any
 from controller import jsontext
 from controller.audit.anchors import Anchor
 from controller.audit.canonical import canonical_bytes
+from controller.inputfiles import file_problem
 from controller.jsontext import JsonTextError
 
 DOMAIN = b"shoewarden-witness/1\n"
@@ -108,6 +110,24 @@ class WitnessSigner:
             Encoding.PEM, PublicFormat.SubjectPublicKeyInfo))
 
 
+MAX_FILE = 64 << 20
+"""Largest key or checkpoint file read (a floor's checkpoints for years of one table's days
+are a few MB)."""
+
+
+def _read_file(name: str) -> bytes:
+    """A regular file's bytes. A FIFO or a device named by mistake would block the command
+    forever (a review), a huge file fill memory: both refused with an ``OSError``."""
+    why = file_problem(name)  # (before opening: opening a FIFO blocks)
+    if why is not None:
+        raise (FileNotFoundError if why == "no such file" else OSError)(0, why)
+    with open(name, "rb") as f:
+        data = f.read(MAX_FILE + 1)
+    if len(data) > MAX_FILE:
+        raise OSError(0, f"larger than {MAX_FILE >> 20} MB")
+    return data
+
+
 def create_key(path: str | os.PathLike[str]) -> WitnessSigner:
     """A new Ed25519 key in ``path`` (PEM, mode 0600, never over an existing file)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -144,7 +164,7 @@ def load_key(path: str | os.PathLike[str]) -> WitnessSigner:
     name = os.fspath(path)
     try:
         mode = os.stat(name).st_mode
-        data = Path(name).read_bytes()
+        data = _read_file(name)
     except FileNotFoundError:
         raise WitnessError(f"{name}: no such witness key file") from None
     except OSError as exc:
@@ -176,7 +196,7 @@ def load_public_key(path: str | os.PathLike[str]) -> Any:
 
     name = os.fspath(path)
     try:
-        data = Path(name).read_bytes()
+        data = _read_file(name)
     except OSError as exc:
         raise WitnessError(f"{name}: cannot read the public key: {exc.strerror or exc}") \
             from None
@@ -226,9 +246,12 @@ def read_checkpoints(where: str, *, timeout: float = 30) -> list[Checkpoint]:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise WitnessError(f"{where}: cannot fetch the checkpoints: {reason}") from None
+        except (ValueError, http.client.InvalidURL) as exc:  # a malformed URL: a port
+            # "abc", a space in the host (InvalidURL), "http://[::1" (ValueError)
+            raise WitnessError(f"{where}: not a valid URL: {exc}") from None
         return parse_checkpoints(data, where)
     try:
-        data = Path(where).read_bytes()
+        data = _read_file(where)
     except OSError as exc:
         raise WitnessError(f"{where}: cannot read the checkpoint file: "
                            f"{exc.strerror or exc}") from None

@@ -29,6 +29,7 @@ from controller.audit import (
     parse_log_name,
     table_files,
 )
+from controller.audit.anchors import anchor_file_problem
 from controller.audit.files import check_table_id
 from controller.audit.history import history_settings
 from controller.audit.lock import LogInUseError, TableHold, hold_table
@@ -158,6 +159,8 @@ def prepare(opts: BenchOptions, out: IO[str]) -> BenchDay:
 
     # ---- the audit log: new, or resumed
     root, path, anchors_path = _log_paths(opts, table, date)
+    if opts.anchors and (why := anchor_file_problem(anchors_path)) is not None:
+        raise BenchError(f"--anchors {why}")
     try:
         hold = hold_table(path.parent)  # one writer per table (a second bench is refused)
     except LogInUseError as e:
