@@ -14,6 +14,7 @@ bytes and read :attr:`SwpDriver.outbox`).
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import time
 from abc import abstractmethod
@@ -64,6 +65,16 @@ HANDSHAKE_TIMEOUT = 3.0
 LINK_FAULTS = (DISCONNECTED, NO_ACK, SILENT, IO_ERROR)  # cleared by a good re-handshake
 
 
+def _timing(key: str, value: Any) -> float:
+    """A timing or count a table sets: a finite number, not negative. NaN passed a plain
+    ``< 0`` test, and ``handshake_timeout`` was taken as given: a string stopped the device
+    thread at its first handshake (a review)."""
+    if (isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+            or not math.isfinite(value)):
+        raise ValueError(f"{key}: expected a positive number, got {value!r}")
+    return float(value)
+
+
 class SwpDriver(DeviceDriver):
     """A device over a link (SWP/1 by default) and a transport.
 
@@ -106,10 +117,8 @@ class SwpDriver(DeviceDriver):
         opts: dict[str, Any] = {}
         for key in ("heartbeat_timeout", "ack_timeout", "retries", "resend_timeout"):
             if key in config:
-                value = config[key]
-                if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                    raise ValueError(f"{key}: expected a positive number, got {value!r}")
-                opts[key] = int(value) if key == "retries" else float(value)
+                value = _timing(key, config[key])
+                opts[key] = int(value) if key == "retries" else value
         return opts
 
     @classmethod
@@ -132,9 +141,12 @@ class SwpDriver(DeviceDriver):
     def from_config(cls, name: str, config: Mapping[str, Any], *,
                     allowlist: Allowlist | None = None, **kwargs: Any) -> SwpDriver:
         cls.check_keys(name, config)
-        link = cls.link_class(**cls.link_options(config))
-        kwargs.setdefault("handshake_timeout", config.get("handshake_timeout",
-                                                          HANDSHAKE_TIMEOUT))
+        try:
+            link = cls.link_class(**cls.link_options(config))
+            kwargs.setdefault("handshake_timeout", _timing(
+                "handshake_timeout", config.get("handshake_timeout", HANDSHAKE_TIMEOUT)))
+        except ValueError as e:  # (the key's check names the key: name its device too)
+            raise ValueError(f"devices.{name}.{e}") from None
         return cls(name, cls.make_transport(name, config), allowlist=allowlist, link=link,
                    **kwargs)
 

@@ -3,7 +3,44 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
+from urllib.parse import urlsplit
+
+NATS_SCHEMES = ("nats", "tls", "ws", "wss")  # what nats-py connects to
+
+
+def nats_urls(text: str) -> str:
+    """``--publish`` / ``--nats`` / ``--witness-from``: one URL or several separated by
+    commas, each ``nats://HOST:PORT`` (or tls, ws, wss). A malformed one (a port "abc", no
+    host, "nats://[::1") made ``forward`` retry it forever without a word, and ``bench`` say
+    OK having published nothing (a review): refused here, naming it."""
+    for url in (u.strip() for u in text.split(",")):
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"{url!r}: {e}") from None
+        if parts.scheme not in NATS_SCHEMES:
+            raise argparse.ArgumentTypeError(
+                f"{url!r}: expected nats://HOST:PORT (or tls://, ws://, wss://)")
+        if not parts.hostname:
+            raise argparse.ArgumentTypeError(f"{url!r}: no host")
+        if port == 0:
+            raise argparse.ArgumentTypeError(f"{url!r}: port 0")
+    return text
+
+
+def positive_seconds(text: str) -> float:
+    """Seconds, more than 0 and finite (``--silent-after -1`` or ``nan`` was taken)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected seconds more than 0, got {text}")
+    return value
+
 
 DISCLOSURES = ("live", "round", "shoe")  # floor.views.Disclosure
 PUBLISH_DISCLOSURES = ("live", "shoe")  # floor.forward.PUBLISH_DISCLOSURES
@@ -13,7 +50,7 @@ def add_floor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--logs", action="append", metavar="DIR",
                    help="a directory of table logs as bench/run write them "
                    "(DIR/<table>/<table>-<date>.jsonl); repeat for more")
-    p.add_argument("--nats", action="append", metavar="URL",
+    p.add_argument("--nats", action="append", metavar="URL", type=nats_urls,
                    help="consume the tables' records from NATS JetStream instead (stream "
                    "SHOEWARDEN, durable consumer shoewarden-floor): nats://HOST:PORT; repeat "
                    "for a cluster; with --db postgresql://…")
@@ -32,13 +69,14 @@ def add_floor_options(p: argparse.ArgumentParser) -> None:
                    help="sign a checkpoint of each table's chain at every round end with this "
                    "Ed25519 key (PEM, mode 0600; made on first use), kept in --db, served at "
                    "/api/witness/TABLE and published on shoewarden.witness.TABLE")
-    p.add_argument("--silent-after", type=float, default=120.0, metavar="SECONDS",
+    p.add_argument("--silent-after", type=positive_seconds, default=120.0, metavar="SECONDS",
                    help="an open table silent this long is an alert (default 120)")
 
 
 def add_publish_options(p: argparse.ArgumentParser, *, required: bool = False) -> None:
     """``--publish`` and the NATS connection's files (run, bench, forward)."""
     p.add_argument("--publish", action="append", required=required, metavar="URL",
+                   type=nats_urls,
                    help="publish every record of the table's log to NATS JetStream (stream "
                    "SHOEWARDEN): nats://HOST:PORT or tls://HOST:PORT; repeat (or separate "
                    "with commas) for a cluster")
@@ -49,7 +87,7 @@ def add_publish_options(p: argparse.ArgumentParser, *, required: bool = False) -
                    "records only once the shoe ended (shoe: no card of a shoe reaches the "
                    "network before its end; the floor's alerts come at shoe end too) "
                    "(default live)")
-    p.add_argument("--witness-from", action="append", metavar="URL",
+    p.add_argument("--witness-from", action="append", metavar="URL", type=nats_urls,
                    help="record in the table's own log the latest checkpoint of its chain the "
                    "floor signed (shoewarden.witness.<table> on these NATS servers), as a "
                    "witness_checkpoint input: nats://HOST:PORT; repeat for a cluster")

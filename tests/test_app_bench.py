@@ -139,6 +139,10 @@ def test_bench_command_line(tmp_path: Path) -> None:
     (["--profile", "gr-chemin-de-fer", "--scenario", "dealer-mistakes"],
      "mistake[1].kind: profile gr-chemin-de-fer burns no cards"),
     (["--profile", "gr-blackjack", "--shoes", "0"], "must be at least 1"),
+    # a review: the whole day was dealt, then ANCHOR_WRITE_FAILED and exit 1
+    (["--profile", "gr-blackjack", "--anchors", "/tmp"], "--anchors /tmp: a directory"),
+    (["--profile", "gr-blackjack", "--publish", "nats://127.0.0.1:abc"],
+     "argument --publish: 'nats://127.0.0.1:abc'"),
 ])
 def test_bench_bad_input_is_one_line_no_traceback(args: list[str], message: str) -> None:
     run = subprocess.run([sys.executable, "-m", "controller", "bench", *args], cwd=ROOT,

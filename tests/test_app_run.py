@@ -253,6 +253,15 @@ def test_run_recovers_a_torn_log_and_shows_where_it_stands(tmp_path: Path) -> No
     ('[devices.shuffler]\ndriver = "swp-usb-shuffler"\nusb = {vendor = 1, product = 2, '
      'serail = "X"}', "devices.shuffler.usb.serail: unknown key"),
     ('[[allowlist]]\nmodel = "M"', "allowlist[0].serial"),
+    # a review: taken as given, a string stopped the device thread at its first handshake
+    ('[devices.shoe]\ndriver = "swp-shoe"\nport = "/dev/null"\nhandshake_timeout = "x"',
+     "devices.shoe.handshake_timeout: expected a positive number, got 'x'"),
+    ('[devices.shoe]\ndriver = "swp-shoe"\nport = "/dev/null"\nheartbeat_timeout = nan',
+     "devices.shoe.heartbeat_timeout: expected a positive number, got nan"),
+    ('[devices.shoe]\ndriver = "swp-shoe"\nport = "/dev/null"\nack_timeout = inf',
+     "devices.shoe.ack_timeout: expected a positive number, got inf"),
+    # a review: the OS refused it with a traceback, after the day's log file was made
+    ('key_file = "k\\u0000"', "key_file: contains a NUL character"),
 ])
 def test_run_bad_config_is_one_line(tmp_path: Path, extra: str, message: str) -> None:
     config = write_config(tmp_path / "table.toml", None, profile="gr-blackjack", extra=extra)

@@ -123,3 +123,20 @@ def test_the_demo_deals_several_tables_the_floor_follows(tmp_path: Path) -> None
     # the demo's own floor saw as much, and the mistakes scenario made alerts
     last = demo.stdout.strip().splitlines()[-1]
     assert "record(s) read" in last and " 0 alert(s)" not in last
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["demo", "--log", "FILE", "--duration", "1"], "cannot make"),
+    (["demo", "--tables", "100000"], "at most 24 tables, got 100000"),
+    (["sim", "--profile", "gr-blackjack", "--decks", "999999"], "at most 24 decks"),
+])
+def test_demo_and_sim_refuse_what_they_cannot_do(tmp_path: Path, argv: list[str],
+                                                 said: str) -> None:
+    # a review: `demo --log FILE` raised NotADirectoryError; `--tables 100000` started
+    # hundreds of tables; `sim --decks 999999` built a 4 GB pack
+    a_file = tmp_path / "bj.jsonl"
+    a_file.write_text("")
+    argv = [str(a_file) if a == "FILE" else a for a in argv]
+    r = subprocess.run([sys.executable, "-m", "controller", *argv], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -6,6 +6,8 @@ record the log holds."""
 
 from __future__ import annotations
 
+import argparse
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +24,7 @@ from controller.audit.witness import (
 from floor.consume import NatsConsumer
 from floor.core import Floor
 from floor.forward import Connection
+from floor.options import nats_urls, positive_seconds
 from floor.store import PostgresStore
 from tests.floor_helpers import ROOT
 from tests.servers import NatsServer, PostgresServer
@@ -118,3 +121,27 @@ def test_witness_from_needs_a_nats_url(tmp_path: Path) -> None:
                         "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "expected nats://HOST:PORT" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("nats://127.0.0.1:abc", "Port could not be cast"), ("nats://[::1", "Invalid IPv6 URL"),
+    ("nats://", "no host"), ("nats://127.0.0.1:99999", "out of range"),
+    ("nats://h:4222,http://h:1", "'http://h:1': expected nats://HOST:PORT"),
+])
+def test_a_malformed_nats_url_is_refused_at_the_command_line(url: str, said: str) -> None:
+    # a review: `forward --publish nats://127.0.0.1:abc` retried it forever without a word,
+    # and `bench --publish` with it said OK having published nothing
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(said)):
+        nats_urls(url)
+    assert nats_urls("nats://h:4222, tls://h:4223") == "nats://h:4222, tls://h:4223"
+    r = subprocess.run([sys.executable, "-m", "controller", "forward", "--logs", "/nonexistent",
+                        "--publish", url], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "argument --publish" in r.stderr and said in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("text", ["-1", "0", "nan", "inf", "soon"])
+def test_floor_silent_after_takes_positive_seconds_only(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="expected seconds"):
+        positive_seconds(text)
+    assert positive_seconds("2.5") == 2.5

@@ -10,8 +10,15 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any
 
 from controller.audit.chain import DURABILITY_POLICIES, Durability
+from controller.events import MAX_DECKS
+
+DEMO_TABLES = 24
+"""Most tables ``demo`` starts: each is a controller and a simulated table (two processes)
+and a dealer display's port; a floor of 24 shows every view, and ``--tables 100000`` tried
+to start them all (a review)."""
 
 
 def _positive(text: str) -> int:
@@ -22,6 +29,17 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _at_most(high: int, what: str) -> Any:
+    """A whole number from 1 to ``high``: ``sim --decks 999999`` built a pack of 52 million
+    cards (4 GB, a review)."""
+    def check(text: str) -> int:
+        value = _positive(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"at most {high} {what}, got {value}")
+        return value
+    return check
 
 
 def _seconds(text: str) -> float:
@@ -175,7 +193,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sim.add_argument("--pace", type=_seconds, help="seconds between the dealer's steps")
     sim.add_argument("--shoes", type=_positive, help="shoes (blocks) in the day")
     sim.add_argument("--rounds-per-block", type=_positive, help="rounds per block")
-    sim.add_argument("--decks", type=_positive, help="decks in the pack")
+    sim.add_argument("--decks", type=_at_most(MAX_DECKS, "decks"), help="decks in the pack")
     sim.add_argument("--no-shuffler", action="store_true",
                      help="shoe and hand games: the dealer shuffles by hand (console event)")
     sim.add_argument("--link-dir", help="directory for the port symlinks and the console FIFO")
@@ -238,7 +256,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="N simulated tables of different profiles (some with dealer mistakes "
         "and device faults) dealing at a human pace, each with its dealer display, and the "
         "floor following them; prints the URLs. Ctrl-C stops.")
-    demo.add_argument("--tables", type=_positive, default=4, help="how many (default 4)")
+    demo.add_argument("--tables", type=_at_most(DEMO_TABLES, "tables"), default=4,
+                      help=f"how many (default 4, at most {DEMO_TABLES})")
     demo.add_argument("--http", default="127.0.0.1:8080", metavar="HOST:PORT",
                       help="the floor's address; the dealer displays take the ports after "
                       "it (default 127.0.0.1:8080)")

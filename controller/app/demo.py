@@ -80,7 +80,12 @@ def run_demo(n: int, http: str, duration: float | None, pace: float, log: str | 
         return 2
     work = Path(log) if log else Path(tempfile.mkdtemp(prefix="shoewarden-demo-"))
     logs = work / "tables"
-    logs.mkdir(parents=True, exist_ok=True)
+    try:
+        logs.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # (a file named as the directory, no permission: a review)
+        print(f"shoewarden demo: --log {log}: cannot make {logs}: {e.strerror or e}",
+              file=sys.stderr)
+        return 2
     floor = Floor([logs], FloorStore(str(work / "floor" / "floor.sqlite")),
                   audit_dir=work / "floor", silent_after=60.0)
     try:

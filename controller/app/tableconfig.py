@@ -75,7 +75,10 @@ def _string(file: str, raw: Mapping[str, Any], key: str, required: bool = True) 
         if required:
             raise TableConfigError(file, key, "missing")
         return None
-    return _checked(file, check_text, key, value)
+    text = _checked(file, check_text, key, value)
+    if "\x00" in text:  # (no path or name holds one; the OS refuses it with a traceback)
+        raise TableConfigError(file, key, "contains a NUL character")
+    return text
 
 
 def _checked(file: str, check: Any, key: str, value: Any) -> Any:
