@@ -956,3 +956,16 @@ def test_a_line_too_long_for_an_input_event_is_left_to_the_chain_check(tmp_path:
     assert not_a_log(path) is None
     path.write_text('{"type": "card", "pad": "' + "x" * 100 + '"}\n')
     assert not_a_log(path) is not None
+
+
+def test_two_logs_of_one_table_written_to_named_files_are_two_logs(tmp_path: Path) -> None:
+    # a review: two bench days with `--log y.jsonl` and `--log z.jsonl` in one directory
+    # were one rotated set, z "a new chain without a recorded reason": genuine logs called
+    # tampered. Only files named as day files (<table>-<date>.jsonl) form a chain.
+    for name in ("y", "z"):
+        log = AuditLog.open(tmp_path / f"{name}.jsonl", durability="none", table="T1")
+        log.write("note", {"table": "T1"}, text="a day")
+        log.close()
+    check = verify_set([tmp_path / "y.jsonl", tmp_path / "z.jsonl"])
+    assert check.ok, [t.problems for t in check.tables]
+    assert len(check.tables) == 2 and all(t.table.startswith("T1 (") for t in check.tables)

@@ -241,8 +241,11 @@ def verify_set(
     knowingly part of a set: then such files are notes."""
     report = SetCheck()
     # a table's files live in one directory: the same id in two directories is two tables
-    # (two floors, two casinos), never one chain with a break in it
-    groups: dict[tuple[str, str], list[Path]] = defaultdict(list)
+    # (two floors, two casinos), never one chain with a break in it. Only files named as a
+    # table's day files (<table>-<date>[.n].jsonl) form a chain; a file named otherwise is a
+    # log of its own (`bench --log FILE.jsonl`): two such days of one table in one directory
+    # were "a new chain without a recorded reason" (a review: genuine logs called tampered)
+    groups: dict[tuple[str, str, str], list[Path]] = defaultdict(list)
     seen: set[str] = set()
     for raw in paths:
         path = Path(raw)
@@ -258,13 +261,14 @@ def verify_set(
         except OSError as exc:
             report.unreadable.append(f"{path}: {exc.strerror or exc}")
             continue
-        groups[(_table_of(path, first), os.path.dirname(os.path.realpath(path)))].append(path)
+        alone = "" if parse_log_name(path.name) is not None else path.name
+        groups[(_table_of(path, first), os.path.dirname(real), alone)].append(path)
     by_table: dict[str | None, list[Anchor]] = defaultdict(list)
     for anchor in anchors or ():
         by_table[anchor.table].append(anchor)
     given = {p.name for files in groups.values() for p in files}
-    ids = [table for table, _ in groups]
-    for (table, directory), files in groups.items():
+    ids = [table for table, _, _ in groups]
+    for (table, directory, alone), files in groups.items():
         names = [parse_log_name(p.name) for p in files]
         if all(n is not None for n in names):
             files = [p for _, p in sorted(zip(names, files, strict=True))]
@@ -274,7 +278,7 @@ def verify_set(
         mine = {p.name for p in files}
         table_anchors = by_table.get(table, []) + [
             a for a in anchors or () if a.table != table and a.file in mine]
-        label = table if ids.count(table) == 1 else f"{table} ({directory})"
+        label = table if ids.count(table) == 1 else f"{table} ({os.path.join(directory, alone)})"
         check = _verify_table(label, files, key, table_anchors, anchors is not None, report,
                               partial, meter, given)
         if check is not None:
