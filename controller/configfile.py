@@ -52,7 +52,8 @@ def read_toml(path: Path, error: type[ConfigFileError],
         if long is not None:
             raise error(file, "", f"line {long} is longer than {MAX_LINE} bytes: not a "
                                   "configuration file")
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")  # (an editor's byte order mark:
+        # TOML has none, and "Invalid statement (at line 1, column 1)" did not say so)
     except FileNotFoundError as e:
         raise error(file, "", missing or f"cannot read: {e.strerror or e}") from e
     except OSError as e:

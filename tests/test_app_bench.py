@@ -350,3 +350,15 @@ def test_a_killed_simulator_leaves_nothing_in_the_temp_dir(tmp_path: Path) -> No
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-500:]
     assert [p.name for p in tmp.glob("shoewarden-sim-*")] == ["shoewarden-sim-alive"]
+
+
+def test_bench_refuses_a_log_that_is_another_programs_file(tmp_path: Path) -> None:
+    # a review: an input stream given for --log was refused for a missing .seed file
+    stream = tmp_path / "stream.jsonl"
+    stream.write_text('{"type": "table_open", "table": "T1", "decks": 6}\n')
+    run = subprocess.run([sys.executable, "-m", "controller", "bench", "--profile",
+                          "gr-blackjack", "--log", str(stream)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == EXIT_BAD_INPUT and "Traceback" not in run.stderr
+    assert f"--log {stream}: not an audit log" in run.stderr
+    assert stream.read_text().count("\n") == 1  # left as it was

@@ -239,3 +239,23 @@ def test_a_fifo_or_a_directory_given_as_a_file_is_named_not_waited_on(
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
     assert said in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_a_profile_saved_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    # a review: "not valid TOML: Invalid statement (at line 1, column 1)", no word of the BOM
+    text = (ROOT / "config" / "profiles" / "gr-blackjack.toml").read_text(encoding="utf-8")
+    bom = tmp_path / "bom-blackjack.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.replace('name = "gr-blackjack"',
+                                                   'name = "bom-blackjack"').encode())
+    result = run("profiles", "--show", str(bom))
+    assert result.returncode == 0 and result.stdout.startswith("bom-blackjack:"), result.stderr
+
+
+def test_report_html_to_a_missing_directory_is_refused_before_the_report(
+        tmp_path: Path) -> None:
+    # a review: the whole report was built and printed, then "No such file or directory"
+    log = tmp_path / "day.jsonl"
+    assert run("check", "--profile", "gr-blackjack", "--log", str(log), str(DAY)).returncode == 0
+    result = run("audit", "report", "--html", str(tmp_path / "none" / "r.html"), str(log))
+    assert result.returncode == 2 and result.stdout == ""
+    assert "--html" in result.stderr and "its directory does not exist" in result.stderr

@@ -37,6 +37,9 @@ def _floor(*args: str) -> subprocess.CompletedProcess[str]:
     (["--nats", "nats://127.0.0.1:1"], "give --logs DIR (log files) or --nats URL"),
     (["--db", "postgresql://sw:secret@127.0.0.1:1/floor"],
      "cannot open the floor's database postgresql://sw@127.0.0.1:1/floor"),
+    # a review: "[Errno 17] File exists: '//…'", naming no option
+    (["--log", "/etc/hostname"], "--log /etc/hostname: not a directory"),
+    (["--silent-after", "nan"], "argument --silent-after: expected seconds more than 0"),
 ])
 def test_bad_floor_options_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
                                                    message: str) -> None:

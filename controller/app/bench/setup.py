@@ -8,6 +8,7 @@ and the session open; the runner releases them whatever happens next.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import secrets
 import tempfile
@@ -37,6 +38,7 @@ from controller.audit.modes import make_dirs
 from controller.audit.records import LogReadError
 from controller.audit.recovery import recover
 from controller.audit.replay import ReplayError
+from controller.audit.sets import not_a_log
 from controller.events import parse_time
 from controller.profiles import Profile, ProfileError, load_profile
 from controller.session import TableSession
@@ -161,6 +163,11 @@ def prepare(opts: BenchOptions, out: IO[str]) -> BenchDay:
     root, path, anchors_path = _log_paths(opts, table, date)
     if opts.anchors and (why := anchor_file_problem(anchors_path)) is not None:
         raise BenchError(f"--anchors {why}")
+    if root is None and path.is_file() and path.stat().st_size:
+        with contextlib.suppress(OSError):  # (another program's file: its .seed was blamed)
+            if (why := not_a_log(path)) is not None:
+                raise BenchError(f"--log {path}: {why}: bench writes a new log or resumes its "
+                                 "own; give a new file name or a directory")
     try:
         hold = hold_table(path.parent)  # one writer per table (a second bench is refused)
     except LogInUseError as e:
