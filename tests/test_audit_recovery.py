@@ -293,3 +293,17 @@ def test_recover_leaves_a_file_that_is_no_log_as_it_is(tmp_path: Path,
     assert main(["audit", "recover", str(empty)]) == 2
     assert "empty: it holds no record" in capsys.readouterr().err
     assert empty.read_bytes() == b""
+
+
+def test_recover_names_a_broken_last_line_with_its_newline_as_damage(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # a review: half a record and then its newline was refused (right: the writer writes a
+    # line and its newline at once, so a crash leaves none) as "damage before the last line"
+    path = _crashed_log(tmp_path, _events())
+    data = path.read_bytes()
+    broken = data[:-9] + b"\n"
+    path.write_bytes(broken)
+    assert main(["audit", "recover", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "the last line ends with its newline, so it was written whole" in err, err
+    assert path.read_bytes() == broken

@@ -138,8 +138,12 @@ def recover(
             path=str(file))
     snapshot = _tail_snapshot(file)
     if whole and snapshot is not None and snapshot[0]:
-        check_verified(verify_file(file, key=key, end=snapshot[0]), str(file), key,
-                        where=" (nothing was cut: damage before the last line is no crash)")
+        checked = verify_file(file, key=key, end=snapshot[0])
+        last = not snapshot[1] and checked.first_bad_line == checked.lines
+        check_verified(checked, str(file), key, where=(
+            " (nothing was cut: the last line ends with its newline, so it was written "
+            "whole — damage, not a crash)" if last else
+            " (nothing was cut: damage before the last line is no crash)"))
     try:
         return _recover(file, key=key, durability=durability, clock=clock, anchors=anchors,
                         reason=reason)
