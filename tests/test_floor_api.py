@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import orjson
 import pytest
 from starlette.testclient import TestClient

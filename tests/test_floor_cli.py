@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from controller.app.run import EXIT_BAD_INPUT, run_table
