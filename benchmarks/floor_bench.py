@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import orjson
 
 from controller.audit import open_table_log

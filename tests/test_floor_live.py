@@ -64,7 +64,7 @@ def test_a_floor_restarted_mid_day_has_every_record_and_alert_of_a_live_bench_on
 
 
 def test_bench_serves_its_dealer_display_while_it_deals(tmp_path: Path) -> None:
-    import httpx
+    import httpx2 as httpx
 
     bench = subprocess.Popen(
         [sys.executable, "-m", "controller", "bench", "--profile", "gr-banco-punto",
