@@ -213,7 +213,8 @@ class BlackjackReferee(CardLedger):
             if burn:
                 rec = _Rec(card, None, "exposed")
                 self.recs.append(rec)
-                named = self._named(to) if to not in DISCARD_NAMES else None
+                named = self._named(to) if to not in DISCARD_NAMES and not self.initial_done \
+                    else None
                 if named is not None and named is self._due():
                     self.exposed_for = (rec, named, to)
                 return out
@@ -265,14 +266,8 @@ class BlackjackReferee(CardLedger):
             hand = self._in_play()
             aces: _Hand | None = None  # a split ace holding another ace, not to be split
             while (hand is not None and self._ace_pending(hand)
-                   and (not self._resplit_open(hand)
-                        or (action in ("double", "surrender")
-                            and self._next_open(hand) is not None))):
-                # no resplit possible, or an action split aces can never take (one card
-                # each; no surrender after a split): the action is the next hand's (a
-                # review: a Russian dealer records nothing for aces not split again, and
-                # the next box's double was refused on the aces)
-                hand.done = True
+                   and not self._resplit_open(hand)):
+                hand.done = True  # no resplit possible: the action is the next hand's
                 aces = aces or hand  # (a split there is that hand's pair: taking it for
                 hand = self._in_play()  # the aces split again flagged correct days)
             while (hand is not None and hand.double_pending
@@ -395,14 +390,17 @@ class BlackjackReferee(CardLedger):
         return hand if hand is not None else None if self.dealer.done else self.dealer
 
     def _exposed_kept(self, event: CardDrawn) -> list[Output]:
-        """A card came out face up naming the hand that was due, and was burned (000 §7:
-        "that card is burned … and play continues": the next card takes its place). If
-        the next card names another hand, the exposed card was not replaced: it was dealt
-        into its hand. ``EXPOSED_CARD_KEPT`` once, and the card is laid there — read as
-        burned, every card after it was one place off (a review: four unrelated
-        deviations). A next card without ``to`` shows nothing: the burn stands."""
+        """A card of the initial deal came out face up naming the place that was due, and
+        was burned (000 §7: "that card is burned … and play continues": the next card takes
+        its place). If the next card names another place, the exposed card was not
+        replaced: it was dealt into its hand. ``EXPOSED_CARD_KEPT`` once, and the card is
+        laid there — read as burned, every card after it was one place off (a review: four
+        unrelated deviations). A next card without ``to`` shows nothing: the burn stands.
+        Only in the initial deal, whose order is fixed: in play a hand may be finished by
+        a stand not recorded, split hands take their cards in either order, and a label may
+        name the box or its hand (a review's false alarms when this ran in play too)."""
         kept, self.exposed_for = self.exposed_for, None
-        if kept is None or event.exposed or event.unrequested:
+        if kept is None or event.exposed or event.unrequested or self.initial_done:
             return []
         rec, hand, to = kept
         named = self._named((event.to or "").strip().lower())
@@ -415,10 +413,7 @@ class BlackjackReferee(CardLedger):
             card=str(rec.card), to=self._name(hand), next=str(event.card),
             round=self.round_no)]
         self.recs.remove(rec)
-        if not self.initial_done:
-            out += self._initial(rec.card, to)
-        else:
-            out += self._play_card(rec.card, to)
+        out += self._initial(rec.card, to)
         self._settle()
         return out
 
