@@ -66,7 +66,7 @@ def _wrong_file(command: str, logs: list[str]) -> bool:
     wrong = False
     for path in logs:
         why = file_problem(path)
-        if why is None:
+        if why is None and Path(path).is_file():  # (a pipe is read once: by the command)
             with contextlib.suppress(OSError):
                 why = not_a_log(Path(path))
         if why is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -269,7 +270,7 @@ def test_recover_cli(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["audit", "recover", str(tmp_path / "nope.jsonl")]) == 2
 
 
-@pytest.mark.parametrize("where", ["a directory", "its directory"])
+@pytest.mark.parametrize("where", ["a directory", "its directory", "a FIFO"])
 def test_recover_refuses_anchors_it_cannot_write_before_touching_the_log(
         tmp_path: Path, capsys: pytest.CaptureFixture, where: str) -> None:
     # a review: `--anchors DIR` (or a file under a missing directory) recovered the log,
@@ -277,7 +278,10 @@ def test_recover_refuses_anchors_it_cannot_write_before_touching_the_log(
     path = _crashed_log(tmp_path, _events())
     data = path.read_bytes()[:-9]
     path.write_bytes(data)
-    anchors = {"a directory": tmp_path, "its directory": tmp_path / "none" / "a.jsonl"}[where]
+    anchors = {"a directory": tmp_path, "its directory": tmp_path / "none" / "a.jsonl",
+               "a FIFO": tmp_path / "fifo"}[where]
+    if where == "a FIFO":  # (writing to it waits for a reader: recover hung, the log cut)
+        os.mkfifo(anchors)
     assert main(["audit", "recover", "--no-syslog", "--anchors", str(anchors), str(path)]) == 2
     assert f"--anchors {anchors}: " in capsys.readouterr().err
     assert path.read_bytes() == data  # the torn line is still there: nothing was done

@@ -259,3 +259,18 @@ def test_report_html_to_a_missing_directory_is_refused_before_the_report(
     result = run("audit", "report", "--html", str(tmp_path / "none" / "r.html"), str(log))
     assert result.returncode == 2 and result.stdout == ""
     assert "--html" in result.stderr and "its directory does not exist" in result.stderr
+
+
+def test_a_pipe_the_shell_opened_is_read_like_a_file(tmp_path: Path) -> None:
+    # a review of the FIFO check: `audit replay <(zcat day.jsonl.gz)` and `--key <(pass …)`
+    # had worked and were refused; a pipe the shell opened has its writer
+    log = tmp_path / "day.jsonl"
+    assert run("check", "--profile", "gr-blackjack", "--log", str(log), str(DAY)).returncode == 0
+    py = sys.executable
+    replay = subprocess.run(["bash", "-c", f"{py} -m controller audit replay <(cat {log})"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert replay.returncode == 0 and "identical" in replay.stdout, replay.stderr
+    check = subprocess.run(["bash", "-c", f"{py} -m controller check --profile gr-blackjack "
+                            f"<(cat {DAY})"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=120)
+    assert check.returncode == 0 and "deviations: none" in check.stdout, check.stderr

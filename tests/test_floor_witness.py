@@ -201,6 +201,34 @@ def test_a_malformed_witness_url_is_named_not_a_traceback(url: str, tmp_path: Pa
     assert code == 2 and f"{url}: not a valid URL" in err and "Traceback" not in out + err
 
 
+@pytest.mark.parametrize("answer", [b"garbage line\r\n\r\n",
+                                    b"HTTP/1.0 200 OK\r\nContent-Length: 1000\r\n\r\n{}"])
+def test_a_witness_server_that_answers_no_whole_http_is_named(answer: bytes) -> None:
+    # a review: BadStatusLine / IncompleteRead escaped as a traceback (exit 1, "tampered")
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)
+        conn.sendall(answer)
+        conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/api/witness/T1"
+    try:
+        with pytest.raises(WitnessError, match="the server's answer is not whole HTTP"):
+            read_checkpoints(url, timeout=10)
+    finally:
+        thread.join(10)
+        server.close()
+
+
 def test_a_fifo_named_as_a_key_or_checkpoint_file_is_refused_not_waited_on(
         tmp_path: Path) -> None:
     # a review: opening a FIFO blocks until someone writes to it: `audit verify` hung

@@ -36,7 +36,7 @@ from typing import Any
 from controller import jsontext
 from controller.audit.canonical import canonical_bytes
 from controller.audit.modes import open_file
-from controller.inputfiles import file_problem
+from controller.inputfiles import file_problem, open_pipe
 from controller.jsontext import JsonTextError
 
 try:  # not on every platform
@@ -116,6 +116,9 @@ def anchor_file_problem(path: str | os.PathLike[str]) -> str | None:
     p = Path(path)  # (a device is allowed: a write-once line printer, /dev/full in a test)
     if p.is_dir():
         return f"{p}: a directory, not an anchor file"
+    if p.is_fifo() and not open_pipe(p):  # (opening it blocks until someone reads it:
+        # recover hung with the log already cut, a review)
+        return f"{p}: a FIFO (writing to it waits for a reader), not an anchor file"
     if not p.exists() and not p.parent.is_dir():
         return f"{p}: its directory {p.parent} does not exist"
     if not os.access(p if p.exists() else p.parent, os.W_OK):

@@ -218,6 +218,14 @@ def not_a_log(path: Path) -> str | None:
             "(an input stream, or another program's file, given for a log?)")
 
 
+def _continued(first: dict[str, object] | None) -> str | None:
+    """The file a log's first record says it continues (``chain.continues.file``), if any."""
+    chain = first.get("chain") if first is not None else None
+    cont = chain.get("continues") if isinstance(chain, dict) else None
+    name = cont.get("file") if isinstance(cont, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def _table_of(path: Path, first: dict[str, object] | None) -> str:
     if first is not None and isinstance(first.get("table"), str):
         return str(first["table"])
@@ -246,6 +254,7 @@ def verify_set(
     # log of its own (`bench --log FILE.jsonl`): two such days of one table in one directory
     # were "a new chain without a recorded reason" (a review: genuine logs called tampered)
     groups: dict[tuple[str, str, str], list[Path]] = defaultdict(list)
+    firsts: list[tuple[Path, dict[str, object] | None]] = []
     seen: set[str] = set()
     for raw in paths:
         path = Path(raw)
@@ -254,15 +263,23 @@ def verify_set(
             continue
         seen.add(real)
         try:
-            why = file_problem(path)
+            why = file_problem(path, pipes=False)  # (each file is read twice)
             if why is not None:
                 raise OSError(0, "a directory, not a log file" if why == "a directory" else why)
             first = _first_record(path)
         except OSError as exc:
             report.unreadable.append(f"{path}: {exc.strerror or exc}")
             continue
-        alone = "" if parse_log_name(path.name) is not None else path.name
-        groups[(_table_of(path, first), os.path.dirname(real), alone)].append(path)
+        firsts.append((path, first))
+    # ... unless a link says otherwise: a file that continues another, or that another given
+    # continues, is in the chain whatever its name (a day file renamed '.orig' is still one)
+    links = {id(f): _continued(f) for _, f in firsts}
+    continued = {name for name in links.values() if name}
+    for path, first in firsts:
+        alone = "" if (parse_log_name(path.name) is not None or links[id(first)]
+                       or path.name in continued) else path.name
+        groups[(_table_of(path, first), os.path.dirname(os.path.realpath(path)),
+                alone)].append(path)
     by_table: dict[str | None, list[Anchor]] = defaultdict(list)
     for anchor in anchors or ():
         by_table[anchor.table].append(anchor)
@@ -278,7 +295,8 @@ def verify_set(
         mine = {p.name for p in files}
         table_anchors = by_table.get(table, []) + [
             a for a in anchors or () if a.table != table and a.file in mine]
-        label = table if ids.count(table) == 1 else f"{table} ({os.path.join(directory, alone)})"
+        label = table if ids.count(table) == 1 else \
+            f"{table} ({os.path.join(directory, alone) if alone else directory})"
         check = _verify_table(label, files, key, table_anchors, anchors is not None, report,
                               partial, meter, given)
         if check is not None:

@@ -249,6 +249,10 @@ def read_checkpoints(where: str, *, timeout: float = 30) -> list[Checkpoint]:
         except (ValueError, http.client.InvalidURL) as exc:  # a malformed URL: a port
             # "abc", a space in the host (InvalidURL), "http://[::1" (ValueError)
             raise WitnessError(f"{where}: not a valid URL: {exc}") from None
+        except http.client.HTTPException as exc:  # a server that answers no HTTP, or cuts
+            # its answer short (BadStatusLine, IncompleteRead: a review)
+            raise WitnessError(f"{where}: cannot fetch the checkpoints: the server's answer "
+                               f"is not whole HTTP ({type(exc).__name__})") from None
         return parse_checkpoints(data, where)
     try:
         data = _read_file(where)
