@@ -124,9 +124,11 @@ def cmd_floor(args: argparse.Namespace) -> int:
         for d in args.logs or []:
             if not Path(d).is_dir():
                 raise StoreError(f"--logs {d}: no such directory")
-        if Path(args.log).exists() and not Path(args.log).is_dir():
-            raise StoreError(f"--log {args.log}: not a directory (the floor's own log is a "
-                             "directory)")
+        log = Path(args.log)
+        there = next((p for p in (log, *log.parents) if p.exists()), None)
+        if there is not None and not there.is_dir():  # (a file, or a path under one)
+            raise StoreError(f"--log {args.log}: {'' if there == log else f'{there} is '}"
+                             "not a directory (the floor's own log is a directory)")
         consumer_connection = None
         if args.nats:
             from floor.forward import Connection, check_servers

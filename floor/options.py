@@ -7,12 +7,12 @@ import math
 from typing import Any
 from urllib.parse import urlsplit
 
-NATS_SCHEMES = ("nats", "tls", "ws", "wss")  # what nats-py connects to
+NATS_SCHEMES = ("nats", "tls")  # (nats-py also speaks ws://; the forwarder takes these two)
 
 
 def nats_urls(text: str) -> str:
     """``--publish`` / ``--nats`` / ``--witness-from``: one URL or several separated by
-    commas, each ``nats://HOST:PORT`` (or tls, ws, wss). A malformed one (a port "abc", no
+    commas, each ``nats://HOST:PORT`` or ``tls://HOST:PORT``. A malformed one (a port "abc", no
     host, "nats://[::1") made ``forward`` retry it forever without a word, and ``bench`` say
     OK having published nothing (a review): refused here, naming it."""
     for url in (u.strip() for u in text.split(",")):
@@ -23,7 +23,7 @@ def nats_urls(text: str) -> str:
             raise argparse.ArgumentTypeError(f"{url!r}: {e}") from None
         if parts.scheme not in NATS_SCHEMES:
             raise argparse.ArgumentTypeError(
-                f"{url!r}: expected nats://HOST:PORT (or tls://, ws://, wss://)")
+                f"{url!r}: expected nats://HOST:PORT (or tls://HOST:PORT)")
         if not parts.hostname:
             raise argparse.ArgumentTypeError(f"{url!r}: no host")
         if port == 0:
@@ -31,12 +31,17 @@ def nats_urls(text: str) -> str:
     return text
 
 
-def positive_seconds(text: str) -> float:
-    """Seconds, more than 0 and finite (``--silent-after -1`` or ``nan`` was taken)."""
+def seconds(text: str) -> float:
+    """A number of seconds as typed (every command's seconds options start here)."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+
+
+def positive_seconds(text: str) -> float:
+    """Seconds, more than 0 and finite (``--silent-after -1`` or ``nan`` was taken)."""
+    value = seconds(text)
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"expected seconds more than 0, got {text}")
     return value

@@ -39,6 +39,8 @@ def _floor(*args: str) -> subprocess.CompletedProcess[str]:
      "cannot open the floor's database postgresql://sw@127.0.0.1:1/floor"),
     # a review: "[Errno 17] File exists: '//…'", naming no option
     (["--log", "/etc/hostname"], "--log /etc/hostname: not a directory"),
+    (["--log", "/etc/hostname/floor"], "--log /etc/hostname/floor: /etc/hostname is not a dir"),
+    (["--nats", "ws://127.0.0.1:1"], "expected nats://HOST:PORT (or tls://HOST:PORT)"),
     (["--silent-after", "nan"], "argument --silent-after: expected seconds more than 0"),
 ])
 def test_bad_floor_options_are_one_line_and_exit_2(tmp_path: Path, args: list[str],

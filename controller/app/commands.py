@@ -14,6 +14,7 @@ from typing import Any
 
 from controller.audit.chain import DURABILITY_POLICIES, Durability
 from controller.events import MAX_DECKS
+from floor.options import seconds  # (argparse only)
 
 DEMO_TABLES = 24
 """Most tables ``demo`` starts: each is a controller and a simulated table (two processes)
@@ -43,10 +44,7 @@ def _at_most(high: int, what: str) -> Any:
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    value = seconds(text)
     if not 0 <= value <= 3600:
         raise argparse.ArgumentTypeError(f"must be between 0 and 3600, got {value:g}")
     return value
