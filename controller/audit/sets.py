@@ -273,10 +273,10 @@ def verify_set(
         firsts.append((path, first))
     # ... unless a link says otherwise: a file that continues another, or that another given
     # continues, is in the chain whatever its name (a day file renamed '.orig' is still one)
-    links = {id(f): _continued(f) for _, f in firsts}
-    continued = {name for name in links.values() if name}
-    for path, first in firsts:
-        alone = "" if (parse_log_name(path.name) is not None or links[id(first)]
+    conts = [_continued(first) for _, first in firsts]
+    continued = {name for name in conts if name}
+    for (path, first), cont in zip(firsts, conts, strict=True):
+        alone = "" if (parse_log_name(path.name) is not None or cont
                        or path.name in continued) else path.name
         groups[(_table_of(path, first), os.path.dirname(os.path.realpath(path)),
                 alone)].append(path)

@@ -213,9 +213,8 @@ class BlackjackReferee(CardLedger):
             if burn:
                 rec = _Rec(card, None, "exposed")
                 self.recs.append(rec)
-                named = self._named(to) if to not in DISCARD_NAMES and not self.initial_done \
-                    else None
-                if named is not None and named is self._due():
+                named = self._named(to) if to not in DISCARD_NAMES else None
+                if named is not None and named is self._due():  # (the initial deal only)
                     self.exposed_for = (rec, named, to)
                 return out
         elif to in DISCARD_NAMES and not event.unrequested and self.initial_done:
@@ -382,12 +381,9 @@ class BlackjackReferee(CardLedger):
         return self.dealer if hint == DEALER else hint if isinstance(hint, _Hand) else None
 
     def _due(self) -> _Hand | None:
-        """Where a card without ``to`` would go now: the next place of the initial deal,
-        else the hand in play, else the dealer (None once the dealer is done)."""
-        if not self.initial_done:
-            return self.slots[self.slot_i] if self.slot_i < len(self.slots) else None
-        hand = self._in_play()
-        return hand if hand is not None else None if self.dealer.done else self.dealer
+        """The next place of the initial deal (None once it is complete)."""
+        done = self.initial_done or self.slot_i >= len(self.slots)
+        return None if done else self.slots[self.slot_i]
 
     def _exposed_kept(self, event: CardDrawn) -> list[Output]:
         """A card of the initial deal came out face up naming the place that was due, and
@@ -400,7 +396,7 @@ class BlackjackReferee(CardLedger):
         a stand not recorded, split hands take their cards in either order, and a label may
         name the box or its hand (a review's false alarms when this ran in play too)."""
         kept, self.exposed_for = self.exposed_for, None
-        if kept is None or event.exposed or event.unrequested or self.initial_done:
+        if kept is None or event.exposed or event.unrequested:
             return []
         rec, hand, to = kept
         named = self._named((event.to or "").strip().lower())
@@ -499,9 +495,8 @@ class BlackjackReferee(CardLedger):
         one raised two or three game deviations a round)."""
         out: list[Output] = []
         hand = self.slots[self.slot_i]
-        hint = self._hint(to) if to else None
-        named = self.dealer if hint == DEALER else hint
-        if isinstance(named, _Hand) and named is not hand:
+        named = self._named(to)
+        if named is not None and named is not hand:
             later = next((j for j in range(self.slot_i + 1, len(self.slots))
                           if self.slots[j] is named), None)
             if later is not None:  # (a new list: a round judged both ways shares none)
