@@ -373,8 +373,10 @@ class NatsConsumer:
             if held or (not broken and seq > expect):
                 held.append((seq, msg))
                 continue
-            if seq <= head or broken:
-                self.duplicates += 1  # already committed (a redelivery), or after a break
+            if seq < expect or broken:  # already committed (a redelivery), in this batch
+                # already (delivered twice while it gathered: a CHAIN_BREAK "seq 1031
+                # follows seq 1031" after a killed floor, a fresh clone's CI), or after a break
+                self.duplicates += 1
                 take.append(msg)
                 continue
             if pos is None and not lines and not self._continues(msg.data, heads):

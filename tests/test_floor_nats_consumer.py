@@ -112,3 +112,27 @@ def test_a_batch_of_tables_interleaved_record_by_record_is_one_run_per_file(
     assert {m.answer for m in msgs} == {"ack"} and consumer.received == 80
     assert floor_.store.stats()["records"] == 80
     assert [p.seq for p in floor_.store.positions()] == [40, 40]
+
+
+def test_a_record_delivered_twice_in_one_batch_is_taken_once(tmp_path: Path) -> None:
+    """A killed floor's records come back after the ack wait; one may come twice in the
+    batch a restarted floor gathers. Both copies went into the run, and the chain check said
+    "seq N follows seq N: record repeated" — a CHAIN_BREAK on an intact table (a fresh
+    clone's CI, test_a_floor_killed_mid_day_…). The second copy is a duplicate, acknowledged
+    with the first once it is committed."""
+    import asyncio
+
+    from tests.floor_helpers import sqlite_store
+
+    log = table_log(tmp_path / "logs", "BP-01")
+    lines = log.read_bytes().splitlines(keepends=True)[:20]
+    msgs = [_Msg("BP-01", log.name, line, i + 1) for i, line in enumerate(lines)]
+    again = _Msg("BP-01", log.name, lines[9], 10)  # record 10, delivered a second time
+    floor_ = Floor([], sqlite_store(tmp_path), audit_dir=tmp_path / "floorlog",
+                   files_on_disk=False)
+    consumer = NatsConsumer(floor_, Connection(["nats://127.0.0.1:1"]))
+    asyncio.run(consumer._take([*msgs[:12], again, *msgs[12:]]))
+    assert {m.answer for m in [*msgs, again]} == {"ack"}
+    assert consumer.received == 20 and consumer.duplicates == 1
+    assert floor_.store.stats()["records"] == 20
+    assert not [a for a in floor_.alerts.values() if a.code == "CHAIN_BREAK"]
