@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_audit_helpers import line_of, rehash
 
 from controller.app.bench import (
     EXIT_BAD_INPUT,
@@ -35,6 +36,7 @@ from controller.app.bench import (
 from controller.app.ports import print_ports
 from controller.audit import table_files, verify_file
 from controller.audit.replay import replay
+from controller.audit.report import build_report
 from controller.cards import parse_card
 from controller.cli import main
 from controller.events import CardDrawn, DeviceFault
@@ -182,6 +184,17 @@ def test_the_bench_log_commits_to_its_seed_and_reveals_it_when_the_day_is_over(
     assert oct(kept.stat().st_mode & 0o777) == "0o600"
     assert json.loads(kept.read_text())["nonce"] == reveal["nonce"]
     log_is_sound(result)
+    # the auditor's report checks the reveal against the header (a review: no tool did)
+    report = build_report([result.log])
+    assert report.verified and any("revealed matches the header's commitment" in line
+                                   for line in report.verdict), report.verdict
+    forged = {**reveal, "seed": 12}  # the reveal re-chained by a forger: the chain holds
+    lines[-1] = line_of(rehash(forged)).decode().rstrip("\n")
+    result.log.write_text("\n".join(lines) + "\n")
+    report = build_report([result.log])
+    assert not report.verified
+    assert any(line.startswith("seed: DOES NOT MATCH") and "seed 12" in line
+               for line in report.verdict), report.verdict
 
 
 def test_bench_facts_count_unreadable_cards_as_cards(tmp_path: Path) -> None:

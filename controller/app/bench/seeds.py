@@ -8,7 +8,6 @@ takes its nonce from there, so its commitment is the same.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -16,14 +15,8 @@ from pathlib import Path
 
 from controller.app.bench.options import BenchError
 from controller.audit.modes import make_dirs
+from controller.audit.seeds import seed_commitment
 from controller.session import TableSession
-
-
-def seed_commitment(seed: int, nonce: str) -> str:
-    """The commitment to a bench day's seed written in its log's header: every card of the
-    day follows from the seed, so the log holds only this hash until the day is over (then
-    a ``seed_reveal`` record gives seed and nonce, and anyone can check them against it)."""
-    return "sha256:" + hashlib.sha256(f"{nonce}:{seed}".encode()).hexdigest()
 
 
 def seed_file(log: Path) -> Path:

@@ -135,5 +135,11 @@ def build_report(paths: Iterable[str | os.PathLike[str]], *,
                   "damaged; what follows may not be what happened")]
     verdict += [f"  {line}" for line in checked.lines()]
     verdict += [f"  unreadable: {u}" for u in checked.unreadable]
-    return Report(builder.order, files, notes, checked.ok, verdict,
+    for file, line, why in builder.seed_reveals:  # (a bench day's: the cards follow from it)
+        verdict.append(f"seed: {file}: line {line}: the bench seed revealed matches the "
+                       "header's commitment" if why is None else
+                       f"seed: DOES NOT MATCH: {file}: line {line}: {why}: this day was not "
+                       "dealt from the seed it claims, or its log was altered")
+    seeds_ok = all(why is None for _, _, why in builder.seed_reveals)
+    return Report(builder.order, files, notes, checked.ok and seeds_ok, verdict,
                   differences=list(builder.replayer.differences))

@@ -25,6 +25,7 @@ from controller.audit.report.model import (
     dict_at,
     time_of,
 )
+from controller.audit.seeds import reveal_problem
 from controller.screening.evidence import run_text
 
 
@@ -48,6 +49,10 @@ class DayBuilder:
         #: the cut card out between rounds, and its last-hand note: the next round's
         self.cut_pending: tuple[str, int | None] | None = None
         self.last_pending: str | None = None
+        #: the bench seed the last header commits to, and each reveal read: (file, line,
+        #: why it does not match, None when it does)
+        self.seed_committed: Any = None
+        self.seed_reveals: list[tuple[str, int, str | None]] = []
 
     # ------------------------------------------------------------------ days and shoes
 
@@ -120,6 +125,12 @@ class DayBuilder:
                 if directory != self.header_dir:
                     self.header_dir = directory
                     self.day = None  # another directory: another table, even with this id
+                settings = r.get("settings")
+                self.seed_committed = settings.get("seed_commitment") \
+                    if isinstance(settings, dict) else None
+            elif kind == "seed_reveal":
+                self.seed_reveals.append((rec.file, rec.line,
+                                          reveal_problem(self.seed_committed, r)))
             elif kind == "recovery":
                 day = self._current_day(rec)
                 cut = r.get("cut")
