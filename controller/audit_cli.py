@@ -214,10 +214,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not Path(d).is_dir():  # (the sabot history would be read from nowhere, unsaid)
             _err("report", f"--log-dir {d}: no such directory")
             return EXIT_BAD_INPUT
-    if args.html and (Path(args.html).is_dir() or not Path(args.html).parent.is_dir()):
+    html = Path(args.html) if args.html else None
+    if html is not None and (html.is_dir() or not html.parent.is_dir()):
         # (said after the whole report was built and printed: a review)
-        _err("report", f"--html {args.html}: " + ("a directory" if Path(args.html).is_dir()
-                                                  else "its directory does not exist"))
+        _err("report", f"--html {html}: " + ("a directory" if html.is_dir()
+                                             else "its directory does not exist"))
         return EXIT_BAD_INPUT
     try:
         with _bar(args) as bar:

@@ -63,9 +63,10 @@ from controller.app.bench.options import (
     BenchOptions,
 )
 from controller.app.bench.runner import cmd_bench, run_bench
-from controller.app.bench.seeds import seed_commitment, seed_file
+from controller.app.bench.seeds import seed_file
 from controller.app.bench.verdict import BenchResult, print_summary
 from controller.app.sequencing import BenchSequencer
+from controller.audit.seeds import seed_commitment
 
 __all__ = [
     "EXIT_BAD_INPUT", "EXIT_DEVIATION", "EXIT_FAILED", "EXIT_OK", "BenchError", "BenchOptions",

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from controller.app.bench.logfacts import first_header, read_log_facts
 from controller.app.bench.options import PLAN_KEYS, BenchError, BenchOptions
-from controller.app.bench.seeds import seed_commitment, seed_nonce
+from controller.app.bench.seeds import seed_nonce
 from controller.app.runtime import CONTROLLER, CONTROLLER_ERROR, LINK_CODES
 from controller.audit import (
     DURABILITY_POLICIES,
@@ -38,6 +38,7 @@ from controller.audit.modes import make_dirs
 from controller.audit.records import LogReadError
 from controller.audit.recovery import recover
 from controller.audit.replay import ReplayError
+from controller.audit.seeds import seed_commitment
 from controller.audit.sets import not_a_log
 from controller.events import parse_time
 from controller.profiles import Profile, ProfileError, load_profile
