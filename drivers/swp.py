@@ -66,13 +66,21 @@ LINK_FAULTS = (DISCONNECTED, NO_ACK, SILENT, IO_ERROR)  # cleared by a good re-h
 
 
 def _timing(key: str, value: Any) -> float:
-    """A timing or count a table sets: a finite number, not negative. NaN passed a plain
+    """A timing a table sets: a finite number of seconds, more than 0. NaN passed a plain
     ``< 0`` test, and ``handshake_timeout`` was taken as given: a string stopped the device
-    thread at its first handshake (a review)."""
-    if (isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+    thread at its first handshake (a review); a 0 made every wait end at once (the link
+    faulted on its first heartbeat)."""
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
             or not math.isfinite(value)):
         raise ValueError(f"{key}: expected a positive number, got {value!r}")
     return float(value)
+
+
+def _count(key: str, value: Any) -> int:
+    """A count a table sets (``retries``): a whole number, 0 or more; 2.5 was taken as 2."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{key}: expected a whole number, 0 or more, got {value!r}")
+    return value
 
 
 class SwpDriver(DeviceDriver):
@@ -117,8 +125,7 @@ class SwpDriver(DeviceDriver):
         opts: dict[str, Any] = {}
         for key in ("heartbeat_timeout", "ack_timeout", "retries", "resend_timeout"):
             if key in config:
-                value = _timing(key, config[key])
-                opts[key] = int(value) if key == "retries" else value
+                opts[key] = (_count if key == "retries" else _timing)(key, config[key])
         return opts
 
     @classmethod

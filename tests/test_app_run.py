@@ -260,6 +260,11 @@ def test_run_recovers_a_torn_log_and_shows_where_it_stands(tmp_path: Path) -> No
      "devices.shoe.heartbeat_timeout: expected a positive number, got nan"),
     ('[devices.shoe]\ndriver = "swp-shoe"\nport = "/dev/null"\nack_timeout = inf',
      "devices.shoe.ack_timeout: expected a positive number, got inf"),
+    # a review: 0 passed though the message said "positive"; 2.5 retries were taken as 2
+    ('[devices.shoe]\ndriver = "swp-shoe"\nport = "/dev/null"\nresend_timeout = 0',
+     "devices.shoe.resend_timeout: expected a positive number, got 0"),
+    ('[devices.shoe]\ndriver = "swp-shoe"\nport = "/dev/null"\nretries = 2.5',
+     "devices.shoe.retries: expected a whole number, 0 or more, got 2.5"),
     # a review: the OS refused it with a traceback, after the day's log file was made
     ('key_file = "k\\u0000"', "key_file: contains a NUL character"),
 ])
