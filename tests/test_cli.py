@@ -147,7 +147,9 @@ def test_chart_is_generated_from_the_machine(capsys: pytest.CaptureFixture[str])
     chart = capsys.readouterr().out
     assert chart.startswith("stateDiagram-v2")
     assert "round --> return_discards: round_end" in chart
-    assert "return_discards --> ready: discards_returned" in chart
+    # (an edge's label lists every event that takes it: a load after the shuffler's own
+    # shuffle between rounds takes the same one)
+    assert re.search(r"return_discards --> ready: .*\bdiscards_returned\b", chart)
     assert "cut_card" not in chart.replace("cut_card_placed", "")  # no cut card in this game
     assert main(["chart", "--profile", "gr-blackjack"]) == 0
     assert re.search(r"round --> last_round: .*\bcut_card\b", capsys.readouterr().out)

@@ -558,6 +558,45 @@ def test_shuffler_second_block_without_shuffle_is_not_silent(name: str) -> None:
     assert r.at("SHUFFLE_MISSING") == [first(mutated, "shoe_loaded", shoe=2)]
 
 
+@pytest.mark.parametrize("name", SHUFFLER_PROFILES)
+def test_a_continuous_shufflers_own_shuffle_is_a_note_and_play_goes_on(name: str) -> None:
+    """A review: a shuffle reported after each return of the discards (the device's
+    SHUFFLE_DONE: it mixed them in) began a new shoe, and every later round was CUT_MISSING
+    and BURN_COUNT; one reported once the stack was loaded, before the start burn, was
+    UNEXPECTED_EVENT. The hands follow one another without a cut or a burn (001 BP §20γ,
+    §20δ(6)): a note each, the shoes as before."""
+    steps = day(name)
+    machine = {"type": "shuffle"}
+    at = [i + 1 for i in where(steps, "discards_returned")] + \
+        [first(steps, "shoe_loaded") + 1, first(steps, "shoe_loaded", shoe=2) + 1]
+    mutated = list(steps)
+    for i in sorted(at, reverse=True):
+        mutated = insert(mutated, i, machine)
+    clean = run(name, events(steps))
+    r = run(name, events(mutated))
+    # (the clean day's second block begins with a shuffle between rounds: a note until
+    # its cut, which takes it as the block's shuffle)
+    assert r.codes() == Counter()
+    assert len(r.notes("machine_shuffle")) == len(clean.notes("machine_shuffle")) + len(at)
+    assert (r.engine.shoe, r.state) == (clean.engine.shoe, clean.state)
+    burn = where(steps, "burn")[1]  # a burn under way: no shuffler reports then
+    r = run(name, events(insert(steps, burn, machine)))
+    assert r.codes() == Counter({"UNEXPECTED_EVENT": 1}) and r.at("UNEXPECTED_EVENT") == [burn]
+
+
+@pytest.mark.parametrize("name", SHUFFLER_PROFILES)
+def test_a_shuffle_between_rounds_then_a_load_is_a_new_block_without_its_cut(name: str
+                                                                             ) -> None:
+    """The shuffle before a load was the hand shuffle of a new block (001 BP §20δ(6)), not
+    the machine's: the load begins it and the cut is what is missing — once, as before."""
+    steps = day(name)
+    mutated = drop(steps, first(steps, "cut", shoe=2))
+    r = run(name, events(mutated))
+    only(r, "CUT_MISSING")
+    assert r.at("CUT_MISSING") == [first(mutated, "shoe_loaded", shoe=2)]
+    assert r.engine.shoe == run(name, events(steps)).engine.shoe
+
+
 # --------------------------------------------------------------------------- CUT_MISSING
 # every profile requires a cut
 

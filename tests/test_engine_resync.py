@@ -225,6 +225,29 @@ def test_a_last_round_left_open_ends_there_and_the_next_shoe_is_judged(name: str
     assert run(name, events(drop(steps, last, cut))).proc()["CUT_MISSING"] == 1
 
 
+@pytest.mark.parametrize("name", ["gr-chemin-de-fer", "gr-baccarat-two-tableaux"])
+def test_a_card_replaced_after_a_round_the_end_card_left_undealt_is_taken(name: str) -> None:
+    """A review: the end card came first after bets closed (001 §2: no further hand), the
+    dealer wrote no round_end (nothing to collect) and replaced a damaged card before the
+    reshuffle: UNEXPECTED_EVENT, where a count, a shuffle or a dealer change in the same
+    place were taken. It is taken too; in a round with cards dealt it is still refused."""
+    for seed in range(12):
+        steps = day(name, seed, shoes=2)
+        last = [i for i, s in enumerate(steps)
+                if s.shoe == 1 and s.event["type"] == "round_end"][-1]
+        if not round_cards(steps, steps[last].round):
+            break
+    else:
+        pytest.fail("no day of 12 whose shoe 1 ends with a round not dealt")
+    replaced = {"type": "card_replaced", "card": "7C"}
+    r = run(name, events(insert(drop(steps, last), last, replaced)))
+    assert r.codes() == Counter() and r.notes("round_not_dealt")
+    assert [n.data for n in r.notes("card_replaced")] == [{"card": "7C"}]
+    mid = round_cards(steps, 3)[1]  # inside a dealt round: not before the next shuffle
+    r = run(name, events(insert(steps, mid, replaced)))
+    assert r.codes() == Counter({"UNEXPECTED_EVENT": 1}) and r.at("UNEXPECTED_EVENT") == [mid]
+
+
 def test_a_slip_that_repeats_after_a_slip_of_another_kind_is_grouped_too() -> None:
     """A review: the end card placed 11 from the back (CUT_CARD_POSITION) and then a hand
     dealt after it showed raised PLAY_AFTER_LAST_HAND for each of its cards — the grouping

@@ -220,6 +220,12 @@ class TableEngine(DeviceEvents):
         (the last round's, returned late)."""
         before = self._state
         shoe = self._shoe
+        if kind == "card_replaced" and shoe.void_round and not shoe.round_cards \
+                and (kind, before) not in self._routes:
+            # a round the end card left undealt (001 §2) has no cards to collect: a damaged
+            # card replaced then comes after it, as a count or a shuffle does (a review: it
+            # alone was refused there)
+            return (kind, self._after_round_end().value) in self._routes
         if before not in (ROUND, LAST_ROUND) or kind not in _AFTER_ROUND \
                 or (kind, before) in self._routes or not (shoe.round_cards or shoe.void_round):
             return False

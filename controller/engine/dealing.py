@@ -241,6 +241,7 @@ class Dealing(Preparation):
     def _on_bets_closed(self, e: BetsClosed, out: list[Output]) -> State | None:
         state = self.state
         self._shoe.burn_just_finished = False
+        self._shoe.machine_shuffle = False  # (a cut after this round is no restart of it)
         self._shoe.change_burn_optional = 0  # (play has begun: a later change burns its own)
         if state == BURN:
             self._burn_short(out)

@@ -143,6 +143,12 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         # A cut card in a game without one is flagged, not refused: CUT_CARD_UNEXPECTED.
         g.append(("cut_card_placed", open_states, [None]))
         g.append(("cut_card", open_states, [None]))
+    if p.shuffler.continuous:
+        # the shuffler's own mixing, reported between rounds or before the start burn: the
+        # hands go on (001 BP §20γ, §20δ(6)) — TableEngine._on_shuffle
+        g.append(("shuffle", only(READY, RETURN_DISCARDS, BURN), [None]))
+        # …unless the stack is loaded next: that shuffle began a new cycle, its cut missing
+        g.append(("shoe_loaded", only(READY, RETURN_DISCARDS), loaded_dest))
     if p.shuffler_mode and p.shuffler.discards_every_round:
         g.append(("discards_returned", only(RETURN_DISCARDS), only(READY, BURN)))
         g.append(("discards_returned", only(READY), [None]))

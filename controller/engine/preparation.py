@@ -256,6 +256,8 @@ class Preparation(DayState):
         out.extend(min(verdicts, key=lambda v: sum(isinstance(o, Deviation) for o in v)))
 
     def _on_shuffle(self, e: Shuffle, out: list[Output]) -> State | None:
+        if self._machine_shuffle(out):
+            return None
         if self.profile.inspection.opening_check and not self.checked_open:
             self.checked_open = True
             out.append(self._make("CHECK_MISSING", "shuffled without the opening count of the "
@@ -272,9 +274,13 @@ class Preparation(DayState):
         size = self.decks * 52
         if e.offset > size:
             raise Refused(f"offset {e.offset} is more than the {size} cards of the pack")
+        shuffled = False
         if self.state in (READY, RETURN_DISCARDS):
+            shuffled = self._shoe.machine_shuffle  # (then it was the hand shuffle, §20δ(6))
             self._end_shoe()  # cards gathered and re-cut between rounds: a new shoe begins
         self._begin_shoe(out)
+        if shuffled:
+            self._shoe.shuffled = True
         need = self.profile.cut.min_each_side
         self._shoe.cut_done = True
         check_cut(e.offset, size, need, self._make, out)
@@ -283,6 +289,32 @@ class Preparation(DayState):
             self._shoe.in_shoe = size
             return READY
         return CUT_CARD if self.profile.has_cut_card else LOAD
+
+    def _machine_shuffle(self, out: list[Output]) -> bool:
+        """A ``shuffle`` a continuous shuffler reports of its own mixing — between rounds, or
+        once the stack is in it before the start burn's first card — is no new cycle: the
+        hands follow one another without a cut or a burn (001 BP §20γ, §20δ(6); the driver
+        turns the device's SHUFFLE_DONE into ``shuffle``). A note; a cut right after it
+        begins a new cycle with it as its shuffle. Read as a hand shuffle, every later round
+        was CUT_MISSING and BURN_COUNT (a review)."""
+        if not self.profile.shuffler.continuous:
+            return False
+        shoe = self._shoe
+        state = self.state
+        if state == BURN:
+            if shoe.burn_done:  # (mid-burn: no shuffler reports then)
+                raise Refused("the start burn has begun")
+            where = "the stack loaded, before the start burn"
+        elif state in (READY, RETURN_DISCARDS) and shoe.loaded:
+            shoe.machine_shuffle = True
+            where = "between rounds"
+        else:
+            return False
+        out.append(Note("machine_shuffle", f"shuffle {where}: read as the continuous "
+                        "shuffler's own, the hands following without a cut or a burn (001 BP "
+                        "§20γ)" + ("" if state == BURN else "; a cut or a load next makes it "
+                                   "a new block's shuffle"), {"state": state}))
+        return True
 
     def _on_cut_card_placed(self, e: CutCardPlaced, out: list[Output]) -> State | None:
         if not self.profile.has_cut_card:
@@ -308,6 +340,12 @@ class Preparation(DayState):
         return LOAD
 
     def _on_shoe_loaded(self, e: ShoeLoaded, out: list[Output]) -> State | None:
+        if self.state in (READY, RETURN_DISCARDS):  # (a continuous shuffler: the graph)
+            if not self._shoe.machine_shuffle:
+                raise Refused("")  # (not valid here, as any load between rounds)
+            self._end_shoe()  # the shuffle before it was the hand shuffle of a new cycle
+            self._begin_shoe(out)  # (§20δ(6)), read as the shuffler's own until now
+            self._shoe.shuffled = True
         self._shoe.loaded = False
         self._catch_up(out, "shoe_loaded")
         self._load(out)

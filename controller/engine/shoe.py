@@ -51,6 +51,9 @@ class Shoe:
     #: dealt with no shuffle after players left (SHUFFLE_MISSING; 000 §9, 001 BP §17: the
     #: restart skipped): the cards are what was left of the last shoe, their count unknown
     unshuffled: bool = False
+    #: a continuous shuffler's own shuffle read between rounds (001 BP §20γ): a cut right
+    #: after it begins a new cycle, that shuffle its own
+    machine_shuffle: bool = False
     # its cards
     in_shoe: int = 0
     dealt: int = 0
