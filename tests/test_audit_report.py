@@ -205,6 +205,76 @@ def test_round_reconstruction_baccarat(tmp_path: Path) -> None:
     assert render_round(build_report([path]), 10_000) is None
 
 
+def _round_rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines() if re.match(r"^\s+\d+\s+\w\w\s", line)]
+
+
+def test_a_blackjack_card_laid_in_another_box_than_it_was_named_to_shows_both(
+        tmp_path: Path) -> None:
+    """A review: the round's first card named to the second box (DEAL_ORDER, laid there),
+    then every card named as dealt: the second box's card of the second pass is owed to
+    the first box by then, and the engine lays it there (a ``to`` naming a box owed no
+    card of the deal is not read) — the view showed it in the first box, the record's
+    ``box`` nowhere. Now the row says ``(recorded to boxY)``; a day whose every card is
+    named where the engine lays it shows no such mark."""
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    plain = build_report([_write(tmp_path, "gr-blackjack", steps, "plain.jsonl")])
+    n = next(s.round for s in steps if s.phase == "bets_closed"
+             and len(s.event.get("boxes", ())) >= 2)
+    x, y = (f"box{b}" for b in next(s.event["boxes"] for s in steps
+                                    if s.phase == "bets_closed" and s.round == n)[:2])
+    # every card named where the engine laid it (its own reading of the round): no mark
+    laid: dict[int, list[list[str]]] = {}
+    named: list[tuple[int | None, dict[str, Any]]] = []
+    for s in steps:
+        event = dict(s.event)
+        if event["type"] == "card" and s.phase not in BURN_PHASES and s.round is not None:
+            rows = laid.setdefault(s.round, _round_rows(render_round(plain, s.round) or ""))
+            k = sum(1 for t in named if t[0] == s.round)
+            if k < len(rows) and rows[k][1] == event["card"] and rows[k][2] != "discard":
+                event["to"] = rows[k][2].split(".")[0]
+            named.append((s.round, event))
+        else:
+            named.append((None, event))
+    labelled = [Step(s.phase, e, s.shoe, s.round) for s, (_, e) in zip(steps, named, strict=True)]
+    report = build_report([_write(tmp_path, "gr-blackjack", labelled, "named.jsonl")])
+    assert "(recorded to" not in "".join(render_round(report, r.round) or ""
+                                         for d in report.days for r in d.rounds)
+    # the slip: the round's first card named to the second box
+    first_card = next(i for i, s in enumerate(labelled) if s.round == n
+                      and s.event["type"] == "card" and s.phase not in BURN_PHASES)
+    slipped = list(labelled)
+    slipped[first_card] = Step("initial", {**labelled[first_card].event, "to": y},
+                               labelled[first_card].shoe, n)
+    text = render_round(build_report([_write(tmp_path, "gr-blackjack", slipped,
+                                             "slip.jsonl")]), n) or ""
+    marked = [r for r in _round_rows(text) if "(recorded" in r]
+    assert "DEAL_ORDER" in text and len(marked) == 1, text
+    assert marked[0][2] == x and marked[0][-1] == f"{y})", marked
+
+
+def test_a_day_opened_after_midnight_at_the_tables_offset_shows_its_own_date(
+        tmp_path: Path) -> None:
+    """A review: a table at +03:00 opening at 01:32 on the 15th was reported under the
+    14th only (the UTC date), while its deck lots were judged on the 15th. The title names
+    both; a day whose dates agree names one."""
+    steps = _steps("gr-banco-punto", seed=1, shoes=1)
+    shifted = []
+    for s in steps:
+        event = dict(s.event)
+        if "t" in event:  # 12 hours earlier, written at +03:00: the day opens at 01:00
+            at = dt.datetime.fromisoformat(event["t"]) - dt.timedelta(hours=12)
+            event["t"] = at.astimezone(dt.timezone(dt.timedelta(hours=3))).isoformat()
+        shifted.append(Step(s.phase, event, s.shoe, s.round))
+    opened = dt.datetime.fromisoformat(shifted[0].event["t"])
+    utc, local = opened.astimezone(dt.UTC).date(), opened.date()
+    assert utc != local
+    text = render_text(build_report([_write(tmp_path, "gr-banco-punto", shifted)]))
+    assert f"== table BJ-3, {utc} (the table's calendar: {local})" in text
+    plain = render_text(build_report([_write(tmp_path, "gr-banco-punto", steps, "z.jsonl")]))
+    assert "the table's calendar" not in plain and "== table BJ-3, 2026-11-21 " in plain
+
+
 def _card(text: str):
     from controller.cards import parse_card
 

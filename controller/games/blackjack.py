@@ -58,6 +58,22 @@ _DEFAULT_RULE = BlackjackRule(
     double="total-11-or-less", double_after_split=True, surrender="none")
 
 
+def same_place(named: str, laid: str) -> bool | None:
+    """Whether a card event's ``to`` (``named``, as recorded) names the box the round note
+    laid the card in (``laid``: ``box3``, ``box3.2``, ``dealer``), read as the referee reads
+    it: ``3``, ``box03`` and ``Box3`` are ``box3``. Split hands are not told apart: the note
+    names them in playing order once the round is over, a resplit renumbering the hands
+    after it, where the record named them as they were. None when ``named`` is no place
+    (an unknown word, ``discard``): nothing to compare."""
+    text = named.strip().lower()
+    if text == DEALER or laid == DEALER:
+        return text == laid
+    m, n = _BOX.match(text), _BOX.match(laid)
+    if m is None or n is None:
+        return None
+    return m.group(1) == n.group(1)
+
+
 def dealer_must_draw(cards: list[Card], stands_soft_17: bool = True) -> bool:
     """The dealer's rule (000 §12γ, 002 §3 4.4 ii, 004 §3.10): draw to 16, stand on 17 —
     an ace counts 11 whenever that makes 17–21; soft 17 draws only when the profile says."""

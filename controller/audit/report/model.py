@@ -13,7 +13,7 @@ from typing import Any
 
 from controller.audit.history import DEFAULT_K, utc_date
 from controller.audit.replay import Difference
-from controller.events import EventError, parse_time
+from controller.events import EventError, parse_time, written_date
 
 SEVERITIES = ("critical", "warning", "info")
 
@@ -68,6 +68,7 @@ class CardRow:
     seq: int | None
     time: str
     card: str
+    to: str | None = None  #: the place the card event named, as recorded
 
 
 @dataclass
@@ -138,10 +139,14 @@ class DayReport:
     sabot_k: int = DEFAULT_K
     rule: str = ""  # the profile's own citation (rule of SABOT_ROTATION)
     openings: list[tuple[str, str | None, int | None]] = field(default_factory=list)
+    #: the date ``table_open`` was written with, at the table's own UTC offset, where it is
+    #: not the UTC date the day is filed under: the day deck lots were judged by (events.md)
+    calendar: str | None = None
 
     @property
     def title(self) -> str:
-        return f"table {self.table}, {self.date}"
+        local = f" (the table's calendar: {self.calendar})" if self.calendar else ""
+        return f"table {self.table}, {self.date}{local}"
 
     @property
     def cards_outside_rounds(self) -> int:
@@ -190,6 +195,19 @@ def time_of(record: dict[str, Any], event: dict[str, Any] | None = None) -> str:
 
 def date_of(time: str) -> str:
     return utc_date(time) or time[:10]
+
+
+def calendar_date(t: object, filed: str) -> str | None:
+    """The date an event's ``t`` was written with (its own UTC offset), where it is not
+    ``filed`` (the UTC date a day is filed under); None where they agree or ``t`` is no
+    time. A table at +03:00 opening at 01:30 on the 15th is filed under the 14th."""
+    if not isinstance(t, str):
+        return None
+    try:
+        local = written_date(t).isoformat()
+    except EventError:
+        return None
+    return None if local == filed else local
 
 
 def clock(time: str | None) -> str:

@@ -18,6 +18,7 @@ from controller.audit.report.model import (
     clock,
     list_at,
 )
+from controller.games.blackjack import same_place
 from controller.screening.evidence import run_text
 
 
@@ -52,7 +53,8 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
                     f"{c.get('why', '')!s:9}  {clock(t.time) if t else '':20}  "
                     f"{t.seq if t else ''}"
                     + ("  VOID: the hand was finished, the card not counted"
-                       if i - 1 in void else "")).rstrip())
+                       if i - 1 in void else "")
+                    + _named_elsewhere(day.game, t, c)).rstrip())
     if not cards and r.inputs:
         for i, c in enumerate(r.inputs, start=1):
             out.append(f"    {i:2d}  {c.card:4}  {'?':8}  {'':9}  {clock(c.time):20}  {c.seq}")
@@ -79,6 +81,17 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
             if run:
                 out.append(f"      {run}")
     return out
+
+
+def _named_elsewhere(game: str | None, row: CardRow | None, card: dict[str, Any]) -> str:
+    """A blackjack card the table's record named to another place than the one the round
+    note laid it in (a ``to`` naming a hand owed no card of the deal is not read there,
+    docs/dealing-blackjack.md): the record's place beside the reading, so an auditor
+    settling that box sees both (a review: the card showed in the other box, unmarked)."""
+    laid = card.get("to")
+    if game != "blackjack" or row is None or row.to is None or not isinstance(laid, str):
+        return ""
+    return f"  (recorded to {row.to[:20]})" if same_place(row.to, laid) is False else ""
 
 
 def _hand_text(cards: Any, total: Any, soft: Any = False) -> str:

@@ -21,6 +21,7 @@ from controller.audit.report.model import (
     Entry,
     RoundInfo,
     ShoeInfo,
+    calendar_date,
     date_of,
     dict_at,
     time_of,
@@ -150,6 +151,8 @@ class DayBuilder:
         if etype == "table_open" and engine is not None:
             self.day = self._start_day(str(event.get("table")), date_of(self.time))
             day = self.day
+            if day.calendar is None:
+                day.calendar = calendar_date(event.get("t"), day.date)
             day.decks = event.get("decks") if isinstance(event.get("decks"), int) else None
             day.sabot = event.get("sabot") if isinstance(event.get("sabot"), str) else None
             day.opened = day.opened or self.time
@@ -291,7 +294,8 @@ class DayBuilder:
             else:
                 timeline.append(Entry(self.time, seq, "burn", count=1, end=self.time))
             return
-        row = CardRow(seq, self.time, str(event.get("card")))
+        to = event.get("to")
+        row = CardRow(seq, self.time, str(event.get("card")), to if isinstance(to, str) else None)
         if before in ("round", "last_round") and self.round is not None:
             self.round.inputs.append(row)
             if self.rounds_entry is not None:
