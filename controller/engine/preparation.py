@@ -311,9 +311,9 @@ class Preparation(DayState):
         else:
             return False
         out.append(Note("machine_shuffle", f"shuffle {where}: read as the continuous "
-                        "shuffler's own, the hands following without a cut or a burn (001 BP "
-                        "§20γ)" + ("" if state == BURN else "; a cut or a load next makes it "
-                                   "a new block's shuffle"), {"state": state}))
+                        "shuffler's own, the hands following without a cut or a burn"
+                        + ("" if state == BURN else "; a cut or a load next makes it a new "
+                           "block's shuffle"), {"state": state}))
         return True
 
     def _on_cut_card_placed(self, e: CutCardPlaced, out: list[Output]) -> State | None:

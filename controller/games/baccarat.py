@@ -416,7 +416,8 @@ class BaccaratReferee(CardLedger):
         return self.make(
             "DEAL_ORDER",
             f"round {self.round_no}: {card} dealt to {_TITLE[side]} as card {len(dealt)} of "
-            "the deal: the first four go Punto, Banco, Punto, Banco (001 BP §9)",
+            "the deal: the first four go Punto, Banco, Punto, Banco",  # (the rule cited
+            # is the profile's: 001 BP §9 or 002 §2 3.4.3 — not one game's in another's)
             round=self.round_no, card=card, to=side,
             position=len(dealt), deal=dealt)
 

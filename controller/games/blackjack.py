@@ -375,10 +375,8 @@ class BlackjackReferee(CardLedger):
         """``HAND_CARD_MISSING`` for ``hand`` (once): at the round's end, or when the next
         hand acted while it waited for its double's one card."""
         hand.done = hand.card_missed = True
-        if hand.double_pending:
-            what = "its double's one card (000 §15)"
-        else:
-            what = "its second card after the split (000 §14)"
+        what = ("its double's one card" if hand.double_pending
+                else "its second card after the split")
         name = self._name(hand)
         when = "ended" if ended else "was passed by the next hand's action"
         return [self.make(
@@ -634,7 +632,7 @@ class BlackjackReferee(CardLedger):
 
     def _to_finished(self, hand: _Hand, card: Card) -> list[Output]:
         if hand.refused:
-            why = "it declined an offered card and may draw no more (000 §7)"
+            why = "it declined an offered card and may draw no more"
         elif hand.surrendered:
             why = "it surrendered"
         elif hand.total > 21:
