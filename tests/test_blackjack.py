@@ -1035,6 +1035,32 @@ def test_a_double_passed_by_the_next_box_is_one_missing_card(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", BJ)
+def test_a_split_hand_passed_by_the_next_box_is_one_missing_card(name: str) -> None:
+    # box 1 splits, its first hand plays out and the second hand's card never comes (named
+    # to the first hand, which had stood); box 2 acts: a split hand still owed its second
+    # card decides nothing, so the action is box 2's — box 1.2's card missing, once (a
+    # review: every later box's action was refused on box 1.2, five in a row, and a double
+    # of one of them lost)
+    script = [*deal(name, "8T", "9", "8Q", hole="8"), "split", "3", "stand",
+              {"card": "5", "to": "box1.1"}, "stand"]
+    stands = play(name, [1, 2], *script, *dealer_rest(name, "8"))
+    assert stands.codes == Counter({"CARD_TO_FINISHED_HAND": 1, "HAND_CARD_MISSING": 1}), \
+        stands.codes
+    assert stands.per_item[len(script)] == ["HAND_CARD_MISSING"]
+    assert stands.devs("HAND_CARD_MISSING")[0].evidence["hand"] == "box1.2"
+    doubles = play(name, [1, 2], *deal(name, "86", "9", "85", hole="8"), "split", "3",
+                   "stand", {"card": "5", "to": "box1.1"}, "double", "9",
+                   *dealer_rest(name, "8"))
+    assert doubles.codes == Counter({"CARD_TO_FINISHED_HAND": 1, "HAND_CARD_MISSING": 1}), \
+        doubles.codes
+    assert doubles.hand("box2")["stake"] == 2 and doubles.hand("box2")["total"] == 20
+    # with no hand after it, an action is the split hand's own, refused as before
+    alone = play(name, [1], *deal(name, "8", "9", "8", hole="8"), "split", "3", "stand",
+                 "stand", "9", "stand", *dealer_rest(name, "8"))
+    assert alone.codes == Counter({"ACTION_NOT_ALLOWED": 1}), alone.codes
+
+
+@pytest.mark.parametrize("name", BJ)
 def test_a_split_hand_that_never_gets_its_second_card_is_flagged(name: str) -> None:
     # 000 §14, 002 §3 2.7, 004 §3.13: after a split each hand gets its second card
     r = play(name, [1], *deal(name, "8", "7", "8", hole="T"), "split", "3", "stand",

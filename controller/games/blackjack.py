@@ -285,13 +285,19 @@ class BlackjackReferee(CardLedger):
                 hand.done = True  # no resplit possible: the action is the next hand's
                 aces = aces or hand  # (a split there is that hand's pair: taking it for
                 hand = self._in_play()  # the aces split again flagged correct days)
-            while (hand is not None and hand.double_pending
-                   and action in ("stand", "split", "surrender")
+            while (hand is not None and action in ("stand", "double", "split", "surrender")
+                   and ((hand.double_pending and action != "double")
+                        or (hand.from_split and len(hand.cards) < 2
+                            and self._other_box_next(hand)))
                    and self._next_open(hand) is not None):
                 # a doubled hand decides nothing more: the action is the next hand's, and
                 # the double's one card never came (a review: ACTION_NOT_ALLOWED on the
                 # doubled hand, then HAND_CARD_MISSING, then the next hands shifted). With
-                # no hand after it the action is its own, refused below.
+                # no hand after it the action is its own, refused below. So for a split hand
+                # still owed its second card, which decides nothing before it, when the hand
+                # after it is another box's (a review: its card named to the finished hand
+                # before it, every later box's action was refused on it, five in a row, and a
+                # double lost); a stand between a box's own split hands is refused, as ever
                 out += self._card_missed(hand)
                 hand = self._in_play()
             if (action == "split" and aces is not None
@@ -370,6 +376,11 @@ class BlackjackReferee(CardLedger):
         """The first unfinished hand after ``hand``."""
         hands = self._hands()
         return next((h for h in hands[hands.index(hand) + 1:] if not h.done), None)
+
+    def _other_box_next(self, hand: _Hand) -> bool:
+        """Whether the first open hand after ``hand`` is another box's."""
+        after = self._next_open(hand)
+        return after is not None and after.box is not hand.box
 
     def _card_missed(self, hand: _Hand, *, ended: bool = False) -> list[Deviation]:
         """``HAND_CARD_MISSING`` for ``hand`` (once): at the round's end, or when the next
