@@ -390,7 +390,11 @@ def test_resend_from_the_next_number_is_just_acked() -> None:
 
 
 def test_resend_buffer_holds_the_last_256_frames() -> None:
+    # the protocol's least (docs/protocol.md); the simulated devices keep more by default,
+    # a whole deck check's scan of 8 decks sent in one burst (418 frames) and more
+    assert RESEND_DEPTH >= 418 + 256
     shoe = Shoe(rng=rng())
+    shoe.resend_depth = 256
     w = Wire(shoe)
     w.hello()
     shoe.load([str(c) for c in pack(8)])
@@ -398,7 +402,7 @@ def test_resend_buffer_holds_the_last_256_frames() -> None:
         shoe.draw()
     w.read()  # frames 2..301 sent
     last = 301
-    oldest = last - RESEND_DEPTH + 1
+    oldest = last - shoe.resend_depth + 1
     w.send(Kind.RESEND, {"from": oldest - 1})
     (nak,) = w.read()
     assert nak.type == Kind.NAK and str(oldest - 1) in nak.body()["reason"]

@@ -48,7 +48,12 @@ from drivers.framing import MAX_PAYLOAD, SEQ_MODULO, Frame, FrameDecoder, Framin
 from drivers.protocol import HEARTBEAT_PERIOD, Identity, Kind
 from simulators.faults import CONTENT, PAUSE, WIRE, Fault, garble, noise, oversized
 
-RESEND_DEPTH = 256
+#: frames kept for a RESEND: more than the protocol's 256, so that a deck check's scan,
+#: sent in one burst (8 decks: 418 frames; the controller holds up to 512 behind a hole),
+#: can be sent again whole when its first frame was garbled and the controller asked only
+#: once the burst had passed (a flaky bench: a garbled SCAN_BEGIN, 313 frames behind it,
+#: the resend refused, LOST_FRAMES)
+RESEND_DEPTH = 2048
 
 # Messages that become an input event (docs/protocol.md "From messages to input events"):
 # one each; a scan (SCAN_BEGIN … SCAN_END) counts once, at SCAN_END.
@@ -120,6 +125,7 @@ class Device:
         self._control: deque[_Item] = deque()
         self._events: deque[_Item] = deque()
         self._sent: OrderedDict[int, bytes] = OrderedDict()
+        self.resend_depth = RESEND_DEPTH  #: frames kept for a RESEND (a test may lower it)
         self._cmd_seen: dict[int, tuple[int, dict[str, Any]]] = {}
         self._hello_seq: int | None = None
         self.tx_seq = 0
@@ -257,7 +263,7 @@ class Device:
         frame = encode(seq, item.type, item.body)
         self._sent[seq] = frame
         self._sent.move_to_end(seq)
-        while len(self._sent) > RESEND_DEPTH:
+        while len(self._sent) > self.resend_depth:
             self._sent.popitem(last=False)
         faults = item.wire + self._armed_wire
         self._armed_wire = []
