@@ -253,6 +253,46 @@ def test_a_blackjack_card_laid_in_another_box_than_it_was_named_to_shows_both(
     assert marked[0][2] == x and marked[0][-1] == f"{y})", marked
 
 
+def test_a_dealer_card_drawn_against_the_rule_is_shown_with_the_hand_as_dealt(
+        tmp_path: Path) -> None:
+    """A review: the dealer drew on 17 (DEALER_DRAW_RULE, the card void) and the view
+    settled every box against 17 — right, the rule's hand — with the 19 the players saw
+    nowhere. The dealer's line now gives the total as dealt beside the void card."""
+    steps = _steps("gr-blackjack", seed=3, shoes=1)
+    ends = [i for i, s in enumerate(steps) if s.event["type"] == "round_end"]
+    n = steps[ends[2]].round
+    extra = {"type": "card", "card": "2H", "to": "dealer", "t": steps[ends[2]].event["t"]}
+    mutated = [*steps[:ends[2]], Step("dealer", extra, steps[ends[2]].shoe, n),
+               *steps[ends[2]:]]
+    text = render_round(build_report([_write(tmp_path, "gr-blackjack", mutated)]), n) or ""
+    assert "DEALER_DRAW_RULE" in text, text
+    line = next(x for x in text.splitlines() if x.startswith("    dealer: "))
+    m = re.match(r"    dealer: ((?:\w\w ?)+) = (\d+).*void, not counted: 2H \(as dealt (\d+)",
+                 line)
+    assert m, line
+    assert int(m.group(3)) == _bj_total([*m.group(1).split(), "2H"])[0] != int(m.group(2))
+
+
+def test_the_round_view_shows_where_among_its_cards_the_cut_card_came_out(
+        tmp_path: Path) -> None:
+    # a review: the view said when the cut card came out, not between which of the last
+    # hand's cards — the auditor matched seqs by hand
+    steps = [s for s in _steps("gr-banco-punto", seed=4, shoes=1)]
+    at = next(i for i, s in enumerate(steps) if s.event["type"] == "cut_card")
+    cut = steps.pop(at)
+    n = next(s.round for s in steps[at:] if s.event["type"] == "bets_closed") \
+        if steps[at].event["type"] != "card" else steps[at].round
+    cards = [i for i, s in enumerate(steps) if s.round == n and s.event["type"] == "card"]
+    steps.insert(cards[1] + 1, Step("cut_card", {**cut.event, "t": steps[cards[1]].event["t"]},
+                                    cut.shoe, n))
+    text = render_round(build_report([_write(tmp_path, "gr-banco-punto", steps)]), n) or ""
+    lines = text.splitlines()
+    mark = next(i for i, x in enumerate(lines) if "the cut card came out here" in x)
+    assert re.match(r"^\s+2\s", lines[mark - 1]) and re.match(r"^\s+3\s", lines[mark + 1]), \
+        text
+    assert sum("came out here" in x for x in lines) == 1
+
+
 def test_a_day_opened_after_midnight_at_the_tables_offset_shows_its_own_date(
         tmp_path: Path) -> None:
     """A review: a table at +03:00 opening at 01:32 on the 15th was reported under the

@@ -18,6 +18,7 @@ from controller.audit.report.model import (
     clock,
     list_at,
 )
+from controller.cards import CardError, blackjack_total, parse_card
 from controller.games.blackjack import same_place
 from controller.screening.evidence import run_text
 
@@ -47,8 +48,15 @@ def round_lines(day: DayReport, r: RoundInfo) -> list[str]:
     out.append("  cards in dealing order:")
     out.append("     #  card  to        why        time                  seq")
     void = _void_rows(data, cards)
+    out_at = r.cut_card[1] if r.cut_card is not None else None  # (the cut card's seq)
     for i, c in enumerate(cards, start=1):
         t = times[i - 1]
+        if out_at is not None and r.cut_card is not None and t is not None \
+                and isinstance(t.seq, int) and out_at < t.seq:
+            if i > 1:  # (between two of the round's cards: where, among them, a review)
+                out.append(f"     -  the cut card came out here ({clock(r.cut_card[0])}, "
+                           f"seq {out_at})")
+            out_at = None
         out.append((f"    {i:2d}  {c.get('card', '?')!s:4}  {c.get('to', '')!s:8}  "
                     f"{c.get('why', '')!s:9}  {clock(t.time) if t else '':20}  "
                     f"{t.seq if t else ''}"
@@ -92,6 +100,19 @@ def _named_elsewhere(game: str | None, row: CardRow | None, card: dict[str, Any]
     if game != "blackjack" or row is None or row.to is None or not isinstance(laid, str):
         return ""
     return f"  (recorded to {row.to[:20]})" if same_place(row.to, laid) is False else ""
+
+
+def _as_dealt(dealer: dict[str, Any]) -> str:
+    """The dealer's total with the cards drawn against the rule (void, not counted): the
+    hand the players saw, beside the one the outcomes are settled against (a review: the
+    view read as if the table had shown the rule's hand)."""
+    try:
+        cards = [parse_card(str(c)) for c in [*dealer.get("cards", ()), *dealer["void"]]]
+    except (CardError, TypeError):
+        return ""
+    total, soft = blackjack_total(cards)
+    return (f" (as dealt {total}{' soft' if soft else ''}; the outcomes are settled against "
+            "the hand the rule required)")
 
 
 def _hand_text(cards: Any, total: Any, soft: Any = False) -> str:
@@ -157,7 +178,7 @@ def _result_lines(data: dict[str, Any]) -> list[str]:
             flags = [k for k in ("blackjack", "bust", "peeked") if dealer.get(k)]
             hand = _hand_text(dealer.get("cards"), dealer.get("total"), dealer.get("soft"))
             void = (f"; void, not counted: {' '.join(map(str, dealer['void']))}"
-                    if dealer.get("void") else "")
+                    + _as_dealt(dealer) if dealer.get("void") else "")
             out.append(f"    dealer: {hand}" + (f" ({', '.join(flags)})" if flags else "")
                        + void)
         if data.get("insurance"):
