@@ -54,3 +54,13 @@ class Note:
 
 
 Output = Transition | Prompt | Note | Deviation
+
+
+def consequence(deviation: Deviation, slip: str) -> Note:
+    """``deviation`` recorded as following from ``slip``: a note that names the code it
+    would have raised, its severity and evidence, not another deviation (one slip, one
+    deviation: :mod:`controller.engine.resync`, and a referee's own repeats)."""
+    return Note("consequence", f"{deviation.code}: {deviation.message} (a consequence of "
+                f"the {slip} above, not counted again)",
+                {"code": deviation.code, "severity": str(deviation.severity), "slip": slip,
+                 "evidence": dict(deviation.evidence)})

@@ -38,7 +38,7 @@ from typing import Any
 from controller.engine.checks import SABOT_ROTATION_K
 from controller.engine.day import Refused
 from controller.engine.device_events import DeviceEvents
-from controller.engine.resync import consequence, resync
+from controller.engine.resync import resync
 from controller.engine.states import (
     BURN,
     CLOSED,
@@ -53,7 +53,7 @@ from controller.engine.states import (
     State,
 )
 from controller.events import DEVICE_INFO_EVENTS, DiscardsReturned, Event, RoundEnd
-from controller.outputs import Note, Output, Prompt, Transition
+from controller.outputs import Note, Output, Prompt, Transition, consequence
 from controller.profiles import Profile
 
 _DEVICE_FAULT = DEVICE_FAULT.value

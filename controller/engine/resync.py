@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from controller.deviations import CATALOG, Deviation
-from controller.outputs import Note, Output
+from controller.outputs import Output, consequence
 
 # What a slip makes follow from it, grouped with it (as notes) while the procedure's state
 # stays (TableEngine.handle). A round played on where no round is in play — after an early
@@ -53,15 +53,6 @@ def follows_from(slip: str, slip_event: str, code: str, event_type: str) -> bool
     # again: its count, its draw, its hands
     return (code in (*RUN_ON, "UNEXPECTED_EVENT")
             or (code == slip and event_type == slip_event == "round_end"))
-
-
-def consequence(deviation: Deviation, slip: str) -> Note:
-    """``deviation`` recorded as following from ``slip``: a note that names the code it
-    would have raised, its severity and evidence, not another deviation."""
-    return Note("consequence", f"{deviation.code}: {deviation.message} (a consequence of "
-                f"the {slip} above, not counted again)",
-                {"code": deviation.code, "severity": str(deviation.severity), "slip": slip,
-                 "evidence": dict(deviation.evidence)})
 
 
 def resync(out: list[Output], slip: Slip | None, event_type: str, procedure: str

@@ -42,7 +42,7 @@ from typing import Any
 from controller.cards import Card, blackjack_total
 from controller.deviations import Deviation
 from controller.events import DISCARD_NAMES, BetsClosed, CardDrawn
-from controller.outputs import Note, Output
+from controller.outputs import Note, Output, consequence
 from controller.profiles import BlackjackRule, Profile
 from controller.rounds import CardLedger, DeviationFactory, register_referee
 
@@ -170,6 +170,8 @@ class BlackjackReferee(CardLedger):
         self.drew_early = False  # the dealer's draw before a player had decided (once)
         self.peeked = False
         self.peeked_blackjack = False
+        #: the codes raised by play after the peeked blackjack (each once a round)
+        self.after_peek: set[str] = set()
         self.offers: list[_Rec] = []
         self.offer_from: _Hand | None = None
         #: the hand the last card drew for, while nothing else has happened since (a card
@@ -310,7 +312,7 @@ class BlackjackReferee(CardLedger):
                 if action != "stand":  # a stand with no hand in play changes nothing
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
                            else "every hand is finished")
-                    out.append(self._not_allowed(action, None, why))
+                    out.append(self._after_peek(self._not_allowed(action, None, why)))
                 else:
                     out += self._stood_after_the_dealer()
             elif action == "stand":
@@ -382,14 +384,15 @@ class BlackjackReferee(CardLedger):
         after = self._next_open(hand)
         return after is not None and after.box is not hand.box
 
-    def _card_missed(self, hand: _Hand, *, ended: bool = False) -> list[Deviation]:
+    def _card_missed(self, hand: _Hand, *, ended: bool = False,
+                     by: str = "the next hand's action") -> list[Deviation]:
         """``HAND_CARD_MISSING`` for ``hand`` (once): at the round's end, or when the next
-        hand acted while it waited for its double's one card."""
+        hand acted (or a card went past it, ``by``) while it waited for its card."""
         hand.done = hand.card_missed = True
         what = ("its double's one card" if hand.double_pending
                 else "its second card after the split")
         name = self._name(hand)
-        when = "ended" if ended else "was passed by the next hand's action"
+        when = "ended" if ended else f"was passed by {by}"
         return [self.make(
             "HAND_CARD_MISSING", f"round {self.round_no}: {name} {when} without {what}",
             round=self.round_no, hand=name, cards=[str(c) for c in hand.cards],
@@ -576,18 +579,21 @@ class BlackjackReferee(CardLedger):
     def _play_card(self, card: Card, to: str) -> list[Output]:
         target = self._card_target()
         hint = self._hint(to)
+        out: list[Output] = []
         if isinstance(hint, _Hand) and hint is not target:
             if hint.done or self._ace_pending(hint):
                 return self._to_finished(hint, card)
             if not (self.rule.split_second_cards == "either" and hint.from_split
                     and len(hint.cards) == 1 and self._split_undrawn_before(hint)):
+                out += self._passed_owed(hint, card)
                 self._stand_before(hint)
             target = hint
         elif hint == DEALER and target is not None:
+            out += self._passed_owed(None, card)
             self._stand_before(None)
             target = None
         if target is None:
-            return self._dealer_card(card)
+            return out + self._dealer_card(card)
         if target.double_pending:
             why = "double"
         elif target.from_split and len(target.cards) == 1:
@@ -595,7 +601,23 @@ class BlackjackReferee(CardLedger):
         else:
             why = "hit"
         self._put(target, card, why)
-        return []
+        return out
+
+    def _passed_owed(self, hand: _Hand | None, card: Card) -> list[Output]:
+        """A card named to ``hand`` (None: the dealer) went past another box's open hand
+        still owed a card — a double's one card, a split hand's second: that card is missing,
+        raised here, at the card that shows the dealer moved on (a review: named only at
+        ``round_end``, lines later). A box's own split hands may take their cards in either
+        order: not judged here."""
+        out: list[Output] = []
+        for h in self._hands():
+            if h is hand:
+                break
+            if (not h.done and (hand is None or h.box is not hand.box)
+                    and (h.double_pending or (h.from_split and len(h.cards) < 2))):
+                out += self._card_missed(
+                    h, by=f"{card} to {self._name(hand) if hand is not None else DEALER}")
+        return out
 
     def _split_undrawn_before(self, hint: _Hand) -> bool:
         """A split hand's second card named past open hands: both second cards first (split
@@ -665,10 +687,22 @@ class BlackjackReferee(CardLedger):
         self.recs.append(rec)
         hand.voids.append(rec)
         name = self._name(hand)
-        return [self.make(
+        dev = self.make(
             "CARD_TO_FINISHED_HAND", f"{card} to {name}, which is finished: {why}",
             card=str(card), hand=name, cards=[str(c) for c in hand.cards], total=hand.total,
-            reason=why, round=self.round_no)]
+            reason=why, round=self.round_no)
+        return [self._after_peek(dev) if hand.box is not None else dev]
+
+    def _after_peek(self, dev: Deviation) -> Output:
+        """Play that went on after the dealer's peeked blackjack ended the round (002 §3
+        3.7) is one slip: the first card dealt on is a deviation, and the first action;
+        every later one of the round is its consequence (a review: one deviation a card)."""
+        if not self.peeked_blackjack:
+            return dev
+        if dev.code in self.after_peek:
+            return consequence(dev, dev.code)
+        self.after_peek.add(dev.code)
+        return dev
 
     def _must_draw(self) -> bool:
         return dealer_must_draw(self.dealer.cards, self.rule.dealer_stands_soft_17)
