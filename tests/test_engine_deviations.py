@@ -489,6 +489,25 @@ def test_two_tableaux_a_sequence_naming_the_whole_stock_reuses_one(second: list[
     assert dev.evidence["lots"] == ["LOT-A", "LOT-B"] and "stock" in dev.message
 
 
+def test_two_tableaux_any_later_sequence_naming_the_whole_stock_reuses_one() -> None:
+    """The same, with a sequence of new lots between: the stock's lot dealt unnamed at
+    first is still used, however many sequences later the whole stock is named (a review:
+    caught only right after it)."""
+    name = "gr-baccarat-two-tableaux"
+    steps = day(name, 0, shoes=3)
+    opening = steps[first(steps, "table_open")].event
+    lot = opening["deck_lots"][0]
+    opening["deck_lots"] = [lot, {**lot, "id": "LOT-B"}]
+    steps[first(steps, "opening_check")].event.pop("deck_lots", None)
+    second, third = where(steps, "new_pack_check")
+    steps[second].event["deck_lots"] = [{**lot, "id": "LOT-C"}]
+    steps[third].event["deck_lots"] = [{**lot, "id": n} for n in ("LOT-A", "LOT-B")]
+    r = run(name, events(steps))
+    (dev,) = only(r, "DECK_EXPIRED")
+    assert r.at("DECK_EXPIRED") == [first(steps, "shoe_loaded", shoe=3)]
+    assert dev.evidence["lots"] == ["LOT-A", "LOT-B"]
+
+
 def test_two_tableaux_new_check_reusing_the_lot() -> None:
     name = "gr-baccarat-two-tableaux"
     steps = day(name)

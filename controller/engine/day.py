@@ -159,6 +159,8 @@ class DayState:
         #: loaded with lots the stream did not name (from that stock, or a count without lots)
         self._stock: tuple[DeckLot, ...] = ()
         self._unknown_sequence = False
+        #: a sequence was dealt with its lots unnamed while the day had a stock: from it
+        self._stock_dealt = False
         self.checked_open = False
         self._counted = False  # a deck_check since the table opened (the late opening count)
         #: the kinds of event refused while the table was closed (after this day's close)

@@ -124,6 +124,7 @@ class Preparation(DayState):
             # alarms; but a later count naming the whole stock is judged, below). Cards
             # withdrawn and dealt again are the same sequence, known or not.
             self._unknown_sequence = unknown if withdrawn else True
+            self._stock_dealt = self._stock_dealt or bool(self._stock)
             return
         reused = sorted(lot.id for lot in lots if lot.id in self.lots_used_before)
         if reused:
@@ -133,10 +134,11 @@ class Preparation(DayState):
                 f"sequence needs new cards",
                 lots=reused, shoe=self.shoe,
             ))
-        elif unknown and self._stock and ({lot.id for lot in self._stock}
-                                          <= {lot.id for lot in lots}):
+        elif self._stock_dealt and self._stock and ({lot.id for lot in self._stock}
+                                                    <= {lot.id for lot in lots}):
             # an earlier sequence was dealt from the day's stock, lots unnamed: a sequence
-            # naming every lot of it deals one of them again (a review: clean before)
+            # naming every lot of it deals one of them again, the next one or any later
+            # (reviews: clean before; then caught only right after it)
             stock = sorted(lot.id for lot in self._stock)
             out.append(self._make(
                 "DECK_EXPIRED",
