@@ -1096,6 +1096,29 @@ def test_a_hand_owed_a_card_passed_by_a_card_named_past_it_is_flagged_at_that_ca
     assert double.per_item[first_dealer_card] == ["HAND_CARD_MISSING"]
 
 
+@pytest.mark.parametrize("name", NO_HOLE)
+def test_a_dealer_card_in_the_deal_of_a_no_hole_card_game_is_one_slip(name: str) -> None:
+    # 000 §12α/γ, 004 §3.10: one card to the dealer, and his next only once every player is
+    # done. A second one in the deal (named to him) was taken to finish the boxes; their
+    # cards and actions after it were refused, one deviation each (a review: 5–14 a
+    # round). Now one DEALER_DRAW_RULE, at the first sign that a box had not decided, and
+    # the boxes play on: box2's double is its own
+    script = ["T", "5", "6", "9", "6", {"card": "7", "to": "dealer"}, "stand", "double",
+              {"card": "9", "to": "box2"}, {"card": "2", "to": "dealer"},
+              {"card": "4", "to": "dealer"}]
+    r = play(name, [1, 2], *script)
+    assert r.codes == Counter({"DEALER_DRAW_RULE": 1}), r.codes
+    assert r.per_item[7] == ["DEALER_DRAW_RULE"]
+    assert r.hand("box2")["doubled"] is True and r.hand("box2")["total"] == 20
+    assert r.dealer()["total"] == 19
+    # a card to a box first (no stand recorded) says the same, at that card
+    hit = play(name, [1, 2], "T", "5", "6", "9", "6", {"card": "7", "to": "dealer"},
+               {"card": "3", "to": "box1"}, "stand", "stand", {"card": "2", "to": "dealer"},
+               {"card": "4", "to": "dealer"})
+    assert hit.codes == Counter({"DEALER_DRAW_RULE": 1}), hit.codes
+    assert hit.per_item[7] == ["DEALER_DRAW_RULE"] and hit.hand("box1")["total"] == 22
+
+
 @pytest.mark.parametrize("name", BJ)
 def test_a_split_hand_that_never_gets_its_second_card_is_flagged(name: str) -> None:
     # 000 §14, 002 §3 2.7, 004 §3.13: after a split each hand gets its second card

@@ -302,6 +302,14 @@ class BlackjackReferee(CardLedger):
                 # double lost); a stand between a box's own split hands is refused, as ever
                 out += self._card_missed(hand)
                 hand = self._in_play()
+            if hand is None and not self.peeked_blackjack and any(
+                    h.passed_by == _THE_DEALER for h in self._hands()):
+                # the hands a card named to the dealer was taken to finish had not decided:
+                # the dealer drew first (DEALER_DRAW_RULE, once), and they play on (a
+                # review: every later box's action and card was refused, 5–14 a round)
+                out += self._stood_after_the_dealer(what=f"its {action}")
+                self._reopen_passed()
+                hand = self._in_play()
             if (action == "split" and aces is not None
                     and (hand is None or len(hand.cards) != 2 or hand.double_pending)):
                 # no hand after them could be split: the split was the aces' again (000 §14
@@ -580,9 +588,17 @@ class BlackjackReferee(CardLedger):
         target = self._card_target()
         hint = self._hint(to)
         out: list[Output] = []
+        if isinstance(hint, _Hand) and hint.passed_by == _THE_DEALER and hint.done:
+            # a card named to a hand the dealer's card was taken to finish (its stand not
+            # recorded): the player had not decided, the dealer drew first — one
+            # DEALER_DRAW_RULE (000 §12γ, 004 §3.10), and the hand plays on (a review: its
+            # every card was CARD_TO_FINISHED_HAND, 5–14 a round)
+            out += self._stood_after_the_dealer(what="a card to it", hand=hint)
+            self._reopen_passed()
+            target = self._card_target()
         if isinstance(hint, _Hand) and hint is not target:
             if hint.done or self._ace_pending(hint):
-                return self._to_finished(hint, card)
+                return out + self._to_finished(hint, card)
             if not (self.rule.split_second_cards == "either" and hint.from_split
                     and len(hint.cards) == 1 and self._split_undrawn_before(hint)):
                 out += self._passed_owed(hint, card)
@@ -634,7 +650,8 @@ class BlackjackReferee(CardLedger):
                 return False
         return True
 
-    def _stood_after_the_dealer(self) -> list[Output]:
+    def _stood_after_the_dealer(self, what: str = "its stand",
+                                hand: _Hand | None = None) -> list[Output]:
         """A ``stand`` once every hand is finished: where a card named to the dealer had
         finished an open hand (taken as standing: a stand not recorded reads the same), the
         stand recorded after it shows that the player had not decided when the dealer drew
@@ -643,16 +660,24 @@ class BlackjackReferee(CardLedger):
         Once a round; any other stand changes nothing."""
         if self.drew_early:
             return []
-        hand = next((h for h in self._hands() if h.passed_by == _THE_DEALER), None)
+        hand = hand or next((h for h in self._hands() if h.passed_by == _THE_DEALER), None)
         if hand is None:
             return []
         self.drew_early = True
         name = self._name(hand)
         return [self.make(
-            "DEALER_DRAW_RULE", f"the dealer drew before {name} had decided: its stand came "
+            "DEALER_DRAW_RULE", f"the dealer drew before {name} had decided: {what} came "
             "after the dealer's card (the dealer draws once every player is done)",
             round=self.round_no, hand=name, dealer=[str(c) for c in self.dealer.cards],
             drew=True, early=True)]
+
+    def _reopen_passed(self) -> None:
+        """Every hand a card named to the dealer was taken to finish is open again: the
+        dealer drew before its player decided (:meth:`_stood_after_the_dealer`)."""
+        for h in self._hands():
+            if h.passed_by == _THE_DEALER:
+                h.done = h.stood = False
+                h.passed_by = None
 
     def _stand_before(self, hand: _Hand | None) -> None:
         """A card named to ``hand`` (None: the dealer) finishes the open hands before it."""
