@@ -276,13 +276,12 @@ class Preparation(DayState):
         size = self.decks * 52
         if e.offset > size:
             raise Refused(f"offset {e.offset} is more than the {size} cards of the pack")
-        shuffled = False
         if self.state in (READY, RETURN_DISCARDS):
-            shuffled = self._shoe.machine_shuffle  # (then it was the hand shuffle, §20δ(6))
-            self._end_shoe()  # cards gathered and re-cut between rounds: a new shoe begins
+            if self._shoe.machine_shuffle:
+                self._new_block(out)
+            else:
+                self._end_shoe()  # cards gathered and re-cut between rounds: a new shoe
         self._begin_shoe(out)
-        if shuffled:
-            self._shoe.shuffled = True
         need = self.profile.cut.min_each_side
         self._shoe.cut_done = True
         check_cut(e.offset, size, need, self._make, out)
@@ -291,6 +290,13 @@ class Preparation(DayState):
             self._shoe.in_shoe = size
             return READY
         return CUT_CARD if self.profile.has_cut_card else LOAD
+
+    def _new_block(self, out: list[Output]) -> None:
+        """A cut or a load right after a shuffle read as the continuous shuffler's own: that
+        shuffle was the hand shuffle of a new block (001 BP §20δ(6)), which begins here."""
+        self._end_shoe()
+        self._begin_shoe(out)
+        self._shoe.shuffled = True
 
     def _machine_shuffle(self, out: list[Output]) -> bool:
         """A ``shuffle`` a continuous shuffler reports of its own mixing — between rounds, or
@@ -345,9 +351,7 @@ class Preparation(DayState):
         if self.state in (READY, RETURN_DISCARDS):  # (a continuous shuffler: the graph)
             if not self._shoe.machine_shuffle:
                 raise Refused("")  # (not valid here, as any load between rounds)
-            self._end_shoe()  # the shuffle before it was the hand shuffle of a new cycle
-            self._begin_shoe(out)  # (§20δ(6)), read as the shuffler's own until now
-            self._shoe.shuffled = True
+            self._new_block(out)
         self._shoe.loaded = False
         self._catch_up(out, "shoe_loaded")
         self._load(out)

@@ -307,7 +307,7 @@ class BlackjackReferee(CardLedger):
                 # the hands a card named to the dealer was taken to finish had not decided:
                 # the dealer drew first (DEALER_DRAW_RULE, once), and they play on (a
                 # review: every later box's action and card was refused, 5–14 a round)
-                out += self._stood_after_the_dealer(what=f"its {action}")
+                out += self._dealer_drew_early(f"its {action}")
                 self._reopen_passed()
                 hand = self._in_play()
             if (action == "split" and aces is not None
@@ -321,8 +321,6 @@ class BlackjackReferee(CardLedger):
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
                            else "every hand is finished")
                     out.append(self._after_peek(self._not_allowed(action, None, why)))
-                else:
-                    out += self._stood_after_the_dealer()
             elif action == "stand":
                 out += self._stand(hand)
             elif action == "double":
@@ -593,7 +591,7 @@ class BlackjackReferee(CardLedger):
             # recorded): the player had not decided, the dealer drew first — one
             # DEALER_DRAW_RULE (000 §12γ, 004 §3.10), and the hand plays on (a review: its
             # every card was CARD_TO_FINISHED_HAND, 5–14 a round)
-            out += self._stood_after_the_dealer(what="a card to it", hand=hint)
+            out += self._dealer_drew_early("a card to it", hint)
             self._reopen_passed()
             target = self._card_target()
         if isinstance(hint, _Hand) and hint is not target:
@@ -650,14 +648,13 @@ class BlackjackReferee(CardLedger):
                 return False
         return True
 
-    def _stood_after_the_dealer(self, what: str = "its stand",
-                                hand: _Hand | None = None) -> list[Output]:
-        """A ``stand`` once every hand is finished: where a card named to the dealer had
-        finished an open hand (taken as standing: a stand not recorded reads the same), the
-        stand recorded after it shows that the player had not decided when the dealer drew
-        — 000 §12γ, 004 §3.10, 002 §3 4.4: the dealer draws once every player is done (a
-        review: the dealer's second card during the deal, the stands after it, was clean).
-        Once a round; any other stand changes nothing."""
+    def _dealer_drew_early(self, what: str, hand: _Hand | None = None) -> list[Output]:
+        """A card named to the dealer finished the open hands (taken as standing: a stand
+        not recorded reads the same), and ``what`` came after it for one of them (``hand``,
+        else the first): its player had not decided when the dealer drew — 000 §12γ, 004
+        §3.10, 002 §3 4.4: the dealer draws once every player is done (a review: the
+        dealer's second card during the deal, the stands after it, was clean).
+        ``DEALER_DRAW_RULE``, once a round; the caller opens those hands again."""
         if self.drew_early:
             return []
         hand = hand or next((h for h in self._hands() if h.passed_by == _THE_DEALER), None)
@@ -673,7 +670,7 @@ class BlackjackReferee(CardLedger):
 
     def _reopen_passed(self) -> None:
         """Every hand a card named to the dealer was taken to finish is open again: the
-        dealer drew before its player decided (:meth:`_stood_after_the_dealer`)."""
+        dealer drew before its player decided (:meth:`_dealer_drew_early`)."""
         for h in self._hands():
             if h.passed_by == _THE_DEALER:
                 h.done = h.stood = False
