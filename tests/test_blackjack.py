@@ -479,13 +479,30 @@ def test_a_hand_passed_by_a_card_to_another_says_so_when_it_is_given_more(name: 
 
 def test_an_action_before_the_deal_is_complete_names_the_card_still_due() -> None:
     """A live dealer who skipped the hole card: the player's stand was flagged as 'the
-    initial deal is not complete', with no word of what was missing (a review)."""
-    live = play("live-blackjack", [1], "T", "9", "7", "stand")
-    (dev,) = live.devs("ACTION_NOT_ALLOWED")
-    assert dev.message.endswith("the dealer's hole card is still due")
+    initial deal is not complete', with no word of what was missing (a review); then as
+    ACTION_NOT_ALLOWED naming the hole card, every later decision refused alike (another
+    review) — now the hole card not dealt is the slip, DEAL_ORDER (002 §3 3.4), once, and
+    the deal ends without it: the stand is the box's. A box's own card still due is as
+    before."""
+    live = play("live-blackjack", [1], "T", "9", "7", "stand", "8")
+    (dev,) = live.devs("DEAL_ORDER")
+    assert live.codes == Counter({"DEAL_ORDER": 1}), live.codes
+    assert "the dealer's hole card was due: it was not dealt" in dev.message
+    assert live.hand("box1")["total"] == 17 and live.dealer()["total"] == 17
+    assert len(live.dealer()["cards"]) == 2  # the up card and one draw, no hole card
     greek = play("gr-blackjack", [1, 2], "T", "5", "9", "stand")
     (dev,) = greek.devs("ACTION_NOT_ALLOWED")
     assert dev.message.endswith("box1's card of it is still due")
+
+
+def test_a_live_card_named_to_a_box_where_the_hole_card_was_due_is_the_boxs() -> None:
+    # a review: the box's card was taken as the dealer's hole card — the slip named lines
+    # later as a draw on a total the table never had (a false dealer hand)
+    r = play("live-blackjack", [1, 2], "T", "5", "9", "6", "8", {"card": "4", "to": "box1"},
+             "stand", "stand", {"card": "8", "to": "dealer"})
+    assert r.codes == Counter({"DEAL_ORDER": 1}), r.codes
+    assert r.per_item[6] == ["DEAL_ORDER"]
+    assert r.hand("box1")["total"] == 20 and r.dealer()["total"] == 17
 
 
 @pytest.mark.parametrize("name", BJ)

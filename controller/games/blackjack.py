@@ -269,6 +269,8 @@ class BlackjackReferee(CardLedger):
         self.drawn_last = None
         self.exposed_for = None
         out: list[Output] = []
+        if self._hole_due():  # a decision with only the hole card due: it was not dealt
+            out += self._hole_skipped(f"a {action}")
         if not self.initial_done:
             due = self.slots[self.slot_i] if self.slot_i < len(self.slots) else None
             what = ("" if due is None else ": the dealer's hole card is still due"
@@ -530,6 +532,12 @@ class BlackjackReferee(CardLedger):
         out: list[Output] = []
         hand = self.slots[self.slot_i]
         named = self._named(to)
+        if named is not None and named.box is not None and self._hole_due():
+            # only the dealer's hole card was due and the card went to a box: the hole card
+            # was not dealt — the deal ends without it, the card is the box's
+            out += self._hole_skipped(f"{card} dealt to {self._name(named)}", card=str(card),
+                                      to=self._name(named))
+            return out + self._play_card(card, to)
         if named is not None and named is not hand:
             later = next((j for j in range(self.slot_i + 1, len(self.slots))
                           if self.slots[j] is named), None)
@@ -555,6 +563,29 @@ class BlackjackReferee(CardLedger):
                 for h in self._hands():
                     h.done = True
         return out
+
+    def _hole_due(self) -> bool:
+        """Whether the initial deal waits for the live dealer's hole card alone."""
+        return (not self.initial_done and self.rule.dealer_hole_card
+                and self.slot_i == len(self.slots) - 1 and self.slots[-1] is self.dealer)
+
+    def _hole_skipped(self, what: str, **evidence: Any) -> list[Output]:
+        """The live dealer's hole card (002 §3 3.4) was due and play began instead — a card
+        named to a box, a decision: it was not dealt. ``DEAL_ORDER`` (once a round), and the
+        deal ends without it; the dealer's next card is a draw (a review: the box's card was
+        read as the hole card, the slip named lines later as a draw on a total the table
+        never had, or every decision refused as before the deal's end)."""
+        self.slots = self.slots[:-1]
+        self.initial_done = True
+        if self.out_of_order:
+            return []
+        self.out_of_order = True
+        dealt = [str(r.card) for r in self.recs if r.why == "initial"]
+        return [self.make(
+            "DEAL_ORDER", f"round {self.round_no}: {what} where the dealer's hole card was "
+            "due: it was not dealt, and the deal ends without it",
+            round=self.round_no, expected=DEALER, position=len(dealt) + 1, deal=dealt,
+            **evidence)]
 
     def _deal_order(self, card: Card, named: _Hand, expected: _Hand) -> Output:
         dealt = [str(r.card) for r in self.recs if r.why == "initial"]
