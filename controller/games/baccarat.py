@@ -413,11 +413,12 @@ class BaccaratReferee(CardLedger):
         reader (``to``) saw this one go to the other hand. The card is laid where it went,
         so the hands and the tableau are judged as dealt."""
         dealt = [c.card for c in self.cards if c.why == "deal"]
+        # (no paragraph in the text: the rule cited beside it is the profile's, 001 BP §9
+        # or 002 §2 3.4.3 — not one game's in another's)
         return self.make(
             "DEAL_ORDER",
             f"round {self.round_no}: {card} dealt to {_TITLE[side]} as card {len(dealt)} of "
-            "the deal: the first four go Punto, Banco, Punto, Banco",  # (the rule cited
-            # is the profile's: 001 BP §9 or 002 §2 3.4.3 — not one game's in another's)
+            "the deal: the first four go Punto, Banco, Punto, Banco",
             round=self.round_no, card=card, to=side,
             position=len(dealt), deal=dealt)
 

@@ -272,11 +272,9 @@ class BlackjackReferee(CardLedger):
         if self._hole_due():  # a decision with only the hole card due: it was not dealt
             out += self._hole_skipped(f"a {action}")
         if not self.initial_done:
+            # (the live hole card alone due ended the deal above: _hole_skipped)
             due = self.slots[self.slot_i] if self.slot_i < len(self.slots) else None
-            what = ("" if due is None else ": the dealer's hole card is still due"
-                    if due is self.dealer and self.slot_i == len(self.slots) - 1
-                    and self.rule.dealer_hole_card
-                    else f": {self._name(due)}'s card of it is still due")
+            what = "" if due is None else f": {self._name(due)}'s card of it is still due"
             out.append(self._not_allowed(action, None,
                                          f"the initial deal is not complete{what}"))
         elif action in ("accept", "decline"):
@@ -564,6 +562,10 @@ class BlackjackReferee(CardLedger):
                     h.done = True
         return out
 
+    def _dealt_initial(self) -> list[str]:
+        """The initial deal's cards so far (a ``DEAL_ORDER``'s evidence)."""
+        return [str(r.card) for r in self.recs if r.why == "initial"]
+
     def _hole_due(self) -> bool:
         """Whether the initial deal waits for the live dealer's hole card alone."""
         return (not self.initial_done and self.rule.dealer_hole_card
@@ -580,7 +582,7 @@ class BlackjackReferee(CardLedger):
         if self.out_of_order:
             return []
         self.out_of_order = True
-        dealt = [str(r.card) for r in self.recs if r.why == "initial"]
+        dealt = self._dealt_initial()
         return [self.make(
             "DEAL_ORDER", f"round {self.round_no}: {what} where the dealer's hole card was "
             "due: it was not dealt, and the deal ends without it",
@@ -588,7 +590,7 @@ class BlackjackReferee(CardLedger):
             **evidence)]
 
     def _deal_order(self, card: Card, named: _Hand, expected: _Hand) -> Output:
-        dealt = [str(r.card) for r in self.recs if r.why == "initial"]
+        dealt = self._dealt_initial()
         return self.make(
             "DEAL_ORDER",
             f"round {self.round_no}: {card} dealt to {self._name(named)} as card "
