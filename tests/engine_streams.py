@@ -18,6 +18,7 @@ the engine.
 from __future__ import annotations
 
 import functools
+import os
 import pickle
 import random
 import re
@@ -85,7 +86,9 @@ def day(name: str, seed: int = 0, **plan: Any) -> list[Step]:
 
     The events are copied by a round trip through pickle: a deep copy of plain dicts
     and lists, done in C (a Python walk over a day's events cost a test 5 ms)."""
-    steps = _day(name, seed, tuple(sorted(plan.items())))
+    key = tuple(sorted(plan.items()))
+    steps = _day(name, seed, key)
+    _days_of.setdefault(name, {})[(seed, key)] = None
     fresh = pickle.loads(pickle.dumps([s.event for s in steps], pickle.HIGHEST_PROTOCOL))
     return [Step(s.phase, ev, s.shoe, s.round) for s, ev in zip(steps, fresh, strict=True)]
 
@@ -243,8 +246,90 @@ class Run:
                 if any(isinstance(o, Deviation) and o.code == code for o in outs)]
 
 
+# ------------------------------------------------------------- a correct day's prefix, once
+
+SNAPSHOT_EVERY = 48
+"""A correct day's engine is kept (pickled) every this many events (see :func:`run`)."""
+FULL_RUNS = bool(os.environ.get("SHOEWARDEN_TESTS_FULL_RUNS"))
+"""Set: every :func:`run` feeds its stream from the first event (no prefix reused)."""
+
+#: per profile name, the correct days :func:`day` handed out in this process
+_days_of: dict[str, dict[tuple[int, tuple[tuple[str, Any], ...]], None]] = {}
+
+
+@dataclass(frozen=True)
+class _Prefixes:
+    """A correct day run once through a checked :class:`Run`: its events, and at every
+    :data:`SNAPSHOT_EVERY`-th event the engine as it stood before it (pickled) with what
+    the run had answered up to there."""
+
+    events: tuple[dict[str, Any], ...]
+    engines: dict[int, bytes]
+    outputs: tuple[list[Any], ...]
+    states: tuple[str, ...]
+
+
+@functools.cache
+def _prefixes(name: str, seed: int, plan: tuple[tuple[str, Any], ...]) -> _Prefixes:
+    evs = _day_events(name, seed, plan)
+    r = Run.of(name)
+    engines = {}
+    for i, ev in enumerate(evs):
+        if i and i % SNAPSHOT_EVERY == 0:
+            engines[i] = pickle.dumps(r.engine, pickle.HIGHEST_PROTOCOL)
+        r.feed(ev)
+    return _Prefixes(evs, engines, tuple(r.outputs), tuple(r.states))
+
+
+def _common(a: list[dict[str, Any]], b: tuple[dict[str, Any], ...]) -> int:
+    n = 0
+    for x, y in zip(a, b):  # noqa: B905 (a prefix: the shorter decides)
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _resumed(name: str, evs: list[dict[str, Any]]) -> tuple[Run, int]:
+    """A run of ``evs`` that has taken their longest prefix shared with a correct day of
+    ``name`` handed out by :func:`day` (to the last kept engine within it), and how many
+    events that is — the engine is deterministic (docs/architecture.md), so the same
+    events leave it in the same state; tests/test_engine_streams.py holds a resumed run
+    against a full one, event by event."""
+    best, where = 0, None
+    for seed, plan in _days_of.get(name, ()):
+        n = _common(evs, _day_events(name, seed, plan))
+        if n > best:
+            best, where = n, (seed, plan)
+    at = best - best % SNAPSHOT_EVERY
+    if FULL_RUNS or where is None or not at:
+        return Run.of(name), 0
+    pre = _prefixes(name, *where)
+    if at not in pre.engines:  # (the whole day: nothing kept after its last event)
+        at -= SNAPSHOT_EVERY
+        if not at:
+            return Run.of(name), 0
+    engine = pickle.loads(pre.engines[at])
+    return Run(prof(name), engine, list(evs[:at]), list(pre.outputs[:at]),
+               list(pre.states[:at])), at
+
+
+@functools.cache
+def _day_events(name: str, seed: int, plan: tuple[tuple[str, Any], ...]
+                ) -> tuple[dict[str, Any], ...]:
+    return tuple(s.event for s in _day(name, seed, plan))
+
+
 def run(name: str | Profile, evs: Iterable[dict[str, Any]]) -> Run:
-    return Run.of(name).feed_all(evs)
+    """``evs`` fed through a checked :class:`Run` from a fresh engine. A stream that begins
+    as a correct day from :func:`day` does (a mistake planted in it), has that day's
+    engine at its last kept point before the first change taken over instead of the
+    events before it fed again: a third of the engine tests' events."""
+    if not isinstance(name, str):
+        return Run.of(name).feed_all(evs)
+    evs = list(evs)
+    r, at = _resumed(name, evs)
+    return r.feed_all(evs[at:])
 
 
 def only(r: Run, code: str, count: int = 1) -> list[Deviation]:
