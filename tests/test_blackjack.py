@@ -657,6 +657,26 @@ def test_declined_ace_resplit(name: str) -> None:
     assert [h["total"] for h in r.data["hands"]] == [12, 18, 19]
 
 
+@pytest.mark.parametrize("decision", ["stand", "split"])
+def test_split_aces_dealt_both_first_wait_for_the_decision_on_the_ace_drawn(
+        decision: str) -> None:
+    # 004 §3.13: one card on each split card, in either order (split_second_cards
+    # "either"), and aces split up to three times: box1.1 draws an ace, box1.2 its card,
+    # then the table decides on box1.1. A review: box1.2's card closed box1.1, so the stand
+    # was taken as box2's and box2's hits refused (a split: box2's, 4 deviations)
+    name = "ru-blackjack"
+    aces = [{"card": "A", "to": "box1.1"}, {"card": "T", "to": "box1.2"}]
+    # (split again: the new hand comes after box1.1, the A-T hand is box1.3)
+    then = ([{"card": "7", "to": "box1.1"}, {"card": "9", "to": "box1.2"}]
+            if decision == "split" else [])
+    r = play(name, [1, 2], *deal(name, "A2", "9", "A4"), "split", *aces, decision, *then,
+             {"card": "3", "to": "box2"}, {"card": "K", "to": "box2"}, "stand",
+             {"card": "8", "to": "dealer"})
+    assert r.codes == Counter(), r.codes
+    totals = [h["total"] for h in r.data["hands"]]
+    assert totals == ([12, 21, 19] if decision == "stand" else [18, 20, 21, 19]), totals
+
+
 @pytest.mark.parametrize("action", ["double", "surrender"])
 def test_a_double_or_surrender_where_split_aces_wait_for_a_decision_is_the_aces(
         action: str) -> None:
@@ -1097,8 +1117,10 @@ def test_a_split_hand_passed_by_the_next_box_is_one_missing_card(name: str) -> N
 def test_a_hand_owed_a_card_passed_by_a_card_named_past_it_is_flagged_at_that_card(
         name: str) -> None:
     # a review: box1.2 never got its second card, the next card went to box2 by name — the
-    # missing card was named only at round_end, lines later. Now at the card that passed it;
-    # so for a double's card when the next card is the dealer's
+    # missing card was named only at round_end, lines later. Now at the card that passed it.
+    # A double's card passed by the dealer's card is named at the step after it: a card
+    # or an action for the hand would show the dealer drew early instead (one slip, one
+    # DEALER_DRAW_RULE: test_a_dealer_card_before_a_split_hands_card_is_one_early_draw)
     script = [*deal(name, "8T", "9", "8Q", hole="8"), "split", "3", "stand",
               {"card": "5", "to": "box2"}]
     split = play(name, [1, 2], *script, "stand", *dealer_rest(name, "8"))
@@ -1110,7 +1132,35 @@ def test_a_hand_owed_a_card_passed_by_a_card_named_past_it_is_flagged_at_that_ca
     double = play(name, [1], *script)
     assert double.codes == Counter({"HAND_CARD_MISSING": 1}), double.codes
     first_dealer_card = len(deal(name, "6", "9", "5", hole="5")) + 2
-    assert double.per_item[first_dealer_card] == ["HAND_CARD_MISSING"]
+    steps = [*double.per_item, double.at_end]  # (live: the dealer's card was his last)
+    assert steps[first_dealer_card] == []
+    assert steps[first_dealer_card + 1] == ["HAND_CARD_MISSING"]
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_dealer_card_before_a_split_hands_card_is_one_early_draw(name: str) -> None:
+    # a review: box1 split, box1.1 drew its card and had not decided when the dealer's
+    # card came (named to him), then box1.1's card and box1.2's second card — the dealer
+    # drew early, one slip. It was HAND_CARD_MISSING at the dealer's card (box1.2 passed),
+    # DEALER_DRAW_RULE at box1.1's card and CARD_TO_FINISHED_HAND at box1.2's.
+    early, *rest = dealer_rest(name, "74")  # the dealer: 6, then 7 and 4 (live: 7 the hole)
+    script = [*deal(name, "T", "6", "T", hole="7"), "split", {"card": "6", "to": "box1.1"},
+              {"card": early, "to": "dealer"},
+              {"card": "2", "to": "box1.1"}, "stand", {"card": "T", "to": "box1.2"}, "stand",
+              *[{"card": c, "to": "dealer"} for c in rest]]
+    r = play(name, [1], *script)
+    assert r.codes == Counter({"DEALER_DRAW_RULE": 1}), r.codes
+    assert r.per_item[script.index({"card": "2", "to": "box1.1"}) + 1] == ["DEALER_DRAW_RULE"]
+    # the same dealer's card where box1.2 then never gets its card: HAND_CARD_MISSING, at
+    # the step after the dealer's card
+    script = [*deal(name, "T", "6", "T", hole="7"), "split", {"card": "6", "to": "box1.1"},
+              "stand", {"card": early, "to": "dealer"},
+              *[{"card": c, "to": "dealer"} for c in rest]]
+    r = play(name, [1], *script)
+    assert r.codes == Counter({"HAND_CARD_MISSING": 1}), r.codes
+    steps = [*r.per_item, r.at_end]
+    dealer_card = script.index("stand") + 2
+    assert steps[dealer_card] == [] and steps[dealer_card + 1] == ["HAND_CARD_MISSING"]
 
 
 @pytest.mark.parametrize("name", NO_HOLE)

@@ -632,6 +632,20 @@ def test_cut_missing(name: str) -> None:
     assert r.at("CUT_MISSING") == [first(mutated, at)]
 
 
+@pytest.mark.parametrize("name", [p for p in PROFILES if prof(p).card_source != "hand"])
+def test_cut_missing_with_no_shoe_loaded_recorded(name: str) -> None:
+    # shoe_loaded is optional (docs/events.md): with no cut and no load recorded the first
+    # card came while the cut was awaited. A review: the card was refused
+    # (UNEXPECTED_EVENT), the burn it began counted short (BURN_COUNT), then CUT_MISSING
+    steps = day(name)
+    mutated = drop(steps, first(steps, "cut"), first(steps, "shoe_loaded"))
+    r = run(name, events(mutated))
+    assert r.codes() == Counter({"CUT_MISSING": 1}), r.codes()
+    at = ("cut_card_placed",) if prof(name).has_cut_card else ("card", "bets_closed")
+    assert r.at("CUT_MISSING") == [next(i for i, s in enumerate(mutated)
+                                        if s.event["type"] in at)]
+
+
 # --------------------------------------------------------------------------- CUT_TOO_SHALLOW
 
 
@@ -744,6 +758,13 @@ def test_cut_card_missing(name: str) -> None:
     r = run(name, events(mutated))
     only(r, "CUT_CARD_MISSING")
     assert r.at("CUT_CARD_MISSING") == [first(mutated, "shoe_loaded")]
+    # and with no shoe_loaded recorded (optional): at the first card (a burn) or, in a
+    # game that burns none, the bets closed — the only deviation
+    mutated = drop(steps, first(steps, "cut_card_placed"), first(steps, "shoe_loaded"))
+    r = run(name, events(mutated))
+    assert r.codes() == Counter({"CUT_CARD_MISSING": 1}), r.codes()
+    assert r.at("CUT_CARD_MISSING") == [next(i for i, s in enumerate(mutated)
+                                             if s.event["type"] in ("card", "bets_closed"))]
 
 
 @pytest.mark.parametrize("name", NO_CUT_CARD_PROFILES)
@@ -811,6 +832,10 @@ def test_burn_count_one_too_many(name: str) -> None:
     r = run(name, events(mutated))
     (dev,) = only(r, "BURN_COUNT")
     assert r.at("BURN_COUNT") == [bets]
+    # the round is judged with the card as its first too: no dealing-rule cascade (a
+    # review: read as a burn only, a blackjack round was a card short — two refused
+    # actions and a dealer's draw)
+    assert r.codes() == Counter({"BURN_COUNT": 1}), r.codes()
     assert dev.evidence["burned"] == len(burns) + 1
     assert dev.evidence["required"] == len(burns)
     assert dev.evidence["card"] == steps[card].event["card"]

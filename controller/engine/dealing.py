@@ -17,12 +17,16 @@ from controller.engine.day import Refused
 from controller.engine.preparation import Preparation
 from controller.engine.states import (
     BURN,
+    CUT,
+    CUT_CARD,
     LAST_ROUND,
     LOAD,
+    OPENING_CHECK,
     READY,
     RETURN_DISCARDS,
     ROUND,
     SHOE_COMPLETE,
+    SHUFFLE,
     SUSPENDED,
     State,
 )
@@ -40,6 +44,10 @@ from controller.events import (
 )
 from controller.outputs import Note, Output
 from controller.rounds import CardLedger
+
+#: the states before the stack is loaded: a card read there implies the load
+_BEFORE_LOAD = frozenset((LOAD.value, CUT_CARD.value, CUT.value, SHUFFLE.value,
+                          OPENING_CHECK.value))
 
 
 class Dealing(Preparation):
@@ -84,8 +92,12 @@ class Dealing(Preparation):
 
     def _on_card(self, e: CardDrawn, out: list[Output]) -> State | None:
         state = self._state
-        if state == LOAD:  # no shoe_loaded came: the stack is in the shoe (load_implied)
-            self._catch_up(out, "shoe_loaded")
+        if state in _BEFORE_LOAD:  # no shoe_loaded came: the stack is in the shoe
+            # (load_implied); a step skipped before it (a count, the shuffle, the cut, the
+            # cut card) is flagged once, as a shoe_loaded there flags it — shoe_loaded is
+            # optional (docs/events.md), so the card was refused and the burn it began
+            # counted short (a review: three deviations for one missing cut)
+            self._catch_up(out, "shoe_loaded", "cards dealt")
             self._load(out, implied=True)
             self._state = state = (BURN if self._shoe.burn_pending else READY).value
             return self._on_card(e, out) or State(state)
@@ -168,6 +180,12 @@ class Dealing(Preparation):
                     burned=shoe.burn_done + 1, required=shoe.burn_due, card=str(card),
                     reason=shoe.burn_reason, mode=self._burn_mode_name()))
                 shoe.burn_done += 1
+                if self.profile.dealing.bets_close_before_cards:
+                    # or the first round's first card, dealt before the bets closed: the
+                    # round is judged both ways, as after any card read early
+                    # (_on_bets_closed; a review: read as a burn only, the round was one
+                    # card short — two refused actions and a dealer's draw for one slip)
+                    shoe.early_cards.append(e)
                 return None
         if state == SHOE_COMPLETE and not self.profile.shuffle.every_round:
             shoe.dealt += 1

@@ -129,6 +129,9 @@ def transitions_for(p: Profile, states: tuple[State, ...]
     if p.card_source != "hand":
         g.append(("shoe_loaded", only(LOAD, CUT_CARD, CUT, OPENING_CHECK, SHUFFLE,
                                       SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK), loaded_dest))
+        # a card read before the stack was loaded: the steps skipped are flagged and the
+        # load implied, as shoe_loaded there would (TableEngine._on_card)
+        g.append(("card", only(CUT_CARD, CUT, OPENING_CHECK, SHUFFLE), loaded_dest))
     if p.has_cut_card:
         g.append(("cut_card_placed", only(CUT_CARD, CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE,
                                           SUSPENDED, CLOSING_CHECK), only(LOAD)))

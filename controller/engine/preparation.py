@@ -62,14 +62,15 @@ class Preparation(DayState):
         except Exception as exc:  # (a fault in the screen: _screen_failed)
             self._screen_failed(exc, out)
 
-    def _catch_up(self, out: list[Output], through: str) -> None:
+    def _catch_up(self, out: list[Output], through: str, what: str = "") -> None:
         """Flag, once each, every mandatory step skipped before ``through``.
 
         ``through`` is ``"shoe_loaded"`` (flags up to the cut card; the caller loads)
-        or ``"play"`` (also implies the load and flags an unfinished burn).
+        or ``"play"`` (also implies the load and flags an unfinished burn). ``what``: the
+        messages' subject (by default the stack loaded, or the cards dealt).
         """
         p = self.profile
-        what = "stack loaded" if through == "shoe_loaded" else "cards dealt"
+        what = what or ("stack loaded" if through == "shoe_loaded" else "cards dealt")
         if p.inspection.opening_check and not self.checked_open:
             self.checked_open = True
             out.append(self._make("CHECK_MISSING", f"{what} without the opening count of "

@@ -168,6 +168,9 @@ class BlackjackReferee(CardLedger):
         self.initial_done = False
         self.out_of_order = False  # DEAL_ORDER raised in this round's initial deal (once)
         self.drew_early = False  # the dealer's draw before a player had decided (once)
+        #: hands owed a card that a card named to the dealer went past, and that card: the
+        #: verdict waits for the next step (:meth:`_owed_verdict`)
+        self.owed_passed: list[tuple[_Hand, Card]] = []
         self.peeked = False
         self.peeked_blackjack = False
         #: the codes raised by play after the peeked blackjack (each once a round)
@@ -310,6 +313,7 @@ class BlackjackReferee(CardLedger):
                 out += self._dealer_drew_early(f"its {action}")
                 self._reopen_passed()
                 hand = self._in_play()
+            out += self._owed_verdict()
             if (action == "split" and aces is not None
                     and (hand is None or len(hand.cards) != 2 or hand.double_pending)):
                 # no hand after them could be split: the split was the aces' again (000 §14
@@ -370,7 +374,7 @@ class BlackjackReferee(CardLedger):
         """At round_end, a hand the rules owed a card and never got it: a double's one card
         (000 §15, 002 §3 2.6, 004 §3.14) or a split hand's second card (000 §14, 002 §3
         2.7, 004 §3.13). Its stake was at risk on a hand the rules do not allow."""
-        out: list[Deviation] = []
+        out = self._owed_verdict()
         if self.peeked_blackjack:  # (the round ended before the players played)
             return out
         for hand in self._hands():
@@ -600,13 +604,21 @@ class BlackjackReferee(CardLedger):
             round=self.round_no, card=str(card), to=self._name(named),
             expected=self._name(expected), position=len(dealt) + 1, deal=dealt)
 
-    def _card_target(self) -> _Hand | None:
-        """The hand the next card goes to (None: the dealer)."""
+    def _card_target(self, hint: _Hand | str | None = None) -> _Hand | None:
+        """The hand the next card goes to (None: the dealer). ``hint``: the hand the card
+        names, if any."""
         while True:
             hand = self._in_play()
             if hand is None:
                 return None
-            if self._ace_pending(hand):  # it had its one card: a card means no resplit
+            if self._ace_pending(hand):  # it had its one card: a card means no resplit …
+                if (isinstance(hint, _Hand) and hint.box is hand.box and hint.from_split
+                        and not hint.done and len(hint.cards) == 1
+                        and self.rule.split_second_cards != "sequential"):
+                    # … unless it is another split hand's second card, both dealt first
+                    # (004 §3.13): the aces wait for the table's decision, split or stand
+                    # (a review: the stand was the next box's, its hits then refused)
+                    return hint
                 hand.done = True
                 continue
             if self.rule.split_second_cards == "both-first" and hand.box is not None:
@@ -616,8 +628,8 @@ class BlackjackReferee(CardLedger):
             return hand
 
     def _play_card(self, card: Card, to: str) -> list[Output]:
-        target = self._card_target()
         hint = self._hint(to)
+        target = self._card_target(hint)
         out: list[Output] = []
         if isinstance(hint, _Hand) and hint.passed_by == _THE_DEALER and hint.done:
             # a card named to a hand the dealer's card was taken to finish (its stand not
@@ -627,6 +639,7 @@ class BlackjackReferee(CardLedger):
             out += self._dealer_drew_early("a card to it", hint)
             self._reopen_passed()
             target = self._card_target()
+        out += self._owed_verdict()
         if isinstance(hint, _Hand) and hint is not target:
             if hint.done or self._ace_pending(hint):
                 return out + self._to_finished(hint, card)
@@ -662,8 +675,28 @@ class BlackjackReferee(CardLedger):
                 break
             if (not h.done and (hand is None or h.box is not hand.box)
                     and (h.double_pending or (h.from_split and len(h.cards) < 2))):
-                out += self._card_missed(
-                    h, by=f"{card} to {self._name(hand) if hand is not None else DEALER}")
+                if hand is None:
+                    # the dealer's card: the dealer moved on without the hand's card, or
+                    # drew before the players were done — the next step tells
+                    # (:meth:`_owed_verdict`; a review: HAND_CARD_MISSING here, then the
+                    # early draw, then the hand's own card refused, for one slip)
+                    h.done = True
+                    h.passed_by = _THE_DEALER
+                    self.owed_passed.append((h, card))
+                else:
+                    out += self._card_missed(h, by=f"{card} to {self._name(hand)}")
+        return out
+
+    def _owed_verdict(self) -> list[Deviation]:
+        """The step after a card named to the dealer went past hands owed a card
+        (:meth:`_passed_owed`), unless it was a card or an action of a hand the dealer's
+        card passed (then the dealer drew early: :meth:`_dealer_drew_early`, and the hands
+        play on): those hands' cards are missing, ``HAND_CARD_MISSING`` each."""
+        out: list[Deviation] = []
+        for h, card in self.owed_passed:
+            if h.done and not h.card_missed:
+                out += self._card_missed(h, by=f"{card} to {DEALER}")
+        self.owed_passed = []
         return out
 
     def _split_undrawn_before(self, hint: _Hand) -> bool:
@@ -708,6 +741,7 @@ class BlackjackReferee(CardLedger):
             if h.passed_by == _THE_DEALER:
                 h.done = h.stood = False
                 h.passed_by = None
+        self.owed_passed = []
 
     def _stand_before(self, hand: _Hand | None) -> None:
         """A card named to ``hand`` (None: the dealer) finishes the open hands before it."""
