@@ -729,6 +729,35 @@ def test_cut_card_position_measured(name: str, side: str) -> None:
     assert t.state == "shoe_complete"
 
 
+@pytest.mark.parametrize("name", CUT_CARD_PROFILES)
+def test_a_cut_card_placed_outside_its_window_and_coming_out_there_is_one_slip(
+        name: str) -> None:
+    # a review: flagged when placed, and again when it came out where it was placed. The
+    # second is a consequence note (one declared inside the window that comes out outside
+    # it is still a deviation: test_cut_card_position_measured)
+    _, hi = prof(name).cut_card.window()  # type: ignore[misc]
+    left = hi + 3
+    t = Table(name)
+    t.open()
+    if t.profile.inspection.opening_check:
+        t.check()
+    t.shuffle()
+    t.cut()
+    assert codes_of(t.place(behind=left)) == ["CUT_CARD_POSITION"]
+    t.load()
+    t.burn()
+    t.play_until(left + 2)
+    t.bets()
+    t.cards(2)
+    outs = t.send("cut_card")
+    assert codes_of(outs) == []
+    (note,) = [o for o in outs if getattr(o, "kind", "") == "consequence"]
+    assert note.data["code"] == "CUT_CARD_POSITION" and note.data["evidence"]["measured"]
+    t.cards(1)
+    t.send("round_end")
+    only(t.run, "CUT_CARD_POSITION")
+
+
 @pytest.mark.parametrize("name", [p for p in CUT_CARD_PROFILES
                                   if prof(p).cut_card.mode == "exact"])
 def test_cut_card_position_measured_by_moving_the_event(name: str) -> None:

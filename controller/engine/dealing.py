@@ -42,7 +42,7 @@ from controller.events import (
     RoundEnd,
     StubCount,
 )
-from controller.outputs import Note, Output
+from controller.outputs import Note, Output, consequence
 from controller.rounds import CardLedger
 
 #: the states before the stack is loaded: a card read there implies the load
@@ -236,8 +236,17 @@ class Dealing(Preparation):
             # it; not in a shoe resumed after players left without the restart: its cards are
             # the last shoe's remainder, and measured against a whole pack the position would
             # be a second, false slip)
+            found: list[Output] = []
             check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
-                                  out)
+                                  found)
+            declared, window = self._shoe.declared_behind, self.profile.cut_card.window()
+            if found and declared is not None and window is not None and not (
+                    window[0] <= declared <= window[1]):
+                # the place declared was flagged when the cut card was placed: where it
+                # came out shows the same slip — a note, not a second deviation (a review)
+                found = [consequence(d, d.code) if isinstance(d, Deviation) else d
+                         for d in found]
+            out.extend(found)
         no_round = self.profile.cut_card.first_card_of_round == "no-round"
         if self.state == ROUND:
             if self._shoe.round_cards == 0 and no_round:
