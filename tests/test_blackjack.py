@@ -677,6 +677,30 @@ def test_split_aces_dealt_both_first_wait_for_the_decision_on_the_ace_drawn(
     assert totals == ([12, 21, 19] if decision == "stand" else [18, 20, 21, 19]), totals
 
 
+@pytest.mark.parametrize("action", ["double", "surrender", "stand", "split"])
+def test_split_aces_dealt_in_turn_with_nothing_recorded_leave_the_next_action_to_the_next_box(
+        action: str) -> None:
+    # the same cards dealt in turn: box1.1's ace, box1.2's card, and nothing recorded for
+    # the aces (not split again: docs/events.md) — box2's action is box2's (a review of the
+    # change above: a double and a surrender were refused on the aces, a split of box2's
+    # pair taken as the aces', the stand's dealer cards read as a short draw)
+    name = "ru-blackjack"
+    box2 = {"double": "65", "surrender": "T6", "stand": "T8", "split": "88"}[action]
+    then = {"double": [{"card": "9", "to": "box2"}], "surrender": [], "stand": [],
+            "split": [{"card": "3", "to": "box2.1"}, "stand", {"card": "T", "to": "box2.2"},
+                      "stand"]}[action]
+    dealer = ["8"] if action != "stand" else ["7", "2"]  # 9 up: 17, or 9+7+2 = 18
+    r = play(name, [1, 2], *deal(name, "A" + box2[0], "9", "A" + box2[1]), "split",
+             {"card": "A", "to": "box1.1"}, {"card": "T", "to": "box1.2"}, action, *then,
+             *dealer)
+    assert r.codes == Counter(), r.codes
+    assert r.hand("box1.1")["total"] == 12
+    if action == "double":
+        assert r.hand("box2")["outcome"] != "void" and r.hand("box2")["total"] == 20
+    elif action == "surrender":
+        assert r.hand("box2")["outcome"] == "surrender"
+
+
 @pytest.mark.parametrize("action", ["double", "surrender"])
 def test_a_double_or_surrender_where_split_aces_wait_for_a_decision_is_the_aces(
         action: str) -> None:
@@ -1161,6 +1185,18 @@ def test_a_dealer_card_before_a_split_hands_card_is_one_early_draw(name: str) ->
     steps = [*r.per_item, r.at_end]
     dealer_card = script.index("stand") + 2
     assert steps[dealer_card] == [] and steps[dealer_card + 1] == ["HAND_CARD_MISSING"]
+
+
+def test_a_dealer_card_drawn_early_on_twenty_is_one_deviation() -> None:
+    # live: the dealer holds 20 (T up, K hole) and draws while box1 (16) has not decided,
+    # then box1 draws — one card, one slip: the draw on 20 is the deviation, the early
+    # draw a consequence note (a review: two DEALER_DRAW_RULE)
+    name = "live-blackjack"
+    r = play(name, [1], *deal(name, "T", "T", "6", hole="K"), {"card": "6", "to": "dealer"},
+             {"card": "3", "to": "box1"}, "stand")
+    assert r.codes == Counter({"DEALER_DRAW_RULE": 1}), r.codes
+    assert r.devs("DEALER_DRAW_RULE")[0].evidence["total"] == 20
+    assert [n.data["code"] for n in r.run.notes("consequence")] == ["DEALER_DRAW_RULE"]
 
 
 @pytest.mark.parametrize("name", NO_HOLE)

@@ -756,6 +756,22 @@ def test_a_cut_card_placed_outside_its_window_and_coming_out_there_is_one_slip(
     t.cards(1)
     t.send("round_end")
     only(t.run, "CUT_CARD_POSITION")
+    # declared above the window, come out below it: the declaration was not where it
+    # went — a deviation of its own (a review of the note above)
+    lo, _ = prof(name).cut_card.window()  # type: ignore[misc]
+    t = Table(name)
+    t.open()
+    if t.profile.inspection.opening_check:
+        t.check()
+    t.shuffle()
+    t.cut()
+    t.place(behind=left)
+    t.load()
+    t.burn()
+    t.play_until(lo - 1 + 2)
+    t.bets()
+    t.cards(2)
+    assert codes_of(t.send("cut_card")) == ["CUT_CARD_POSITION"]
 
 
 @pytest.mark.parametrize("name", [p for p in CUT_CARD_PROFILES

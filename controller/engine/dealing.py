@@ -240,10 +240,14 @@ class Dealing(Preparation):
             check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
                                   found)
             declared, window = self._shoe.declared_behind, self.profile.cut_card.window()
-            if found and declared is not None and window is not None and not (
-                    window[0] <= declared <= window[1]):
+            came = self._shoe.in_shoe
+            if found and declared is not None and window is not None and (
+                    (declared < window[0] and came < window[0])
+                    or (declared > window[1] and came > window[1])):
                 # the place declared was flagged when the cut card was placed: where it
-                # came out shows the same slip — a note, not a second deviation (a review)
+                # came out, on the same side of the window, shows the same slip — a note,
+                # not a second deviation (a review); on the other side, the declaration
+                # was not where it went: a deviation of its own
                 found = [consequence(d, d.code) if isinstance(d, Deviation) else d
                          for d in found]
             out.extend(found)

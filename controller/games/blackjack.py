@@ -171,6 +171,11 @@ class BlackjackReferee(CardLedger):
         #: hands owed a card that a card named to the dealer went past, and that card: the
         #: verdict waits for the next step (:meth:`_owed_verdict`)
         self.owed_passed: list[tuple[_Hand, Card]] = []
+        #: split aces holding another ace, closed by their box's next split hand's card
+        #: while they could still be split: the table's decision may yet be recorded
+        self.aces_undecided: _Hand | None = None
+        #: a stand taken as ``[0]``'s that may have been those aces' decision (``[1]``)
+        self.stand_of_aces: tuple[_Hand, _Hand] | None = None
         self.peeked = False
         self.peeked_blackjack = False
         #: the codes raised by play after the peeked blackjack (each once a round)
@@ -314,6 +319,7 @@ class BlackjackReferee(CardLedger):
                 self._reopen_passed()
                 hand = self._in_play()
             out += self._owed_verdict()
+            hand = self._aces_decided(action, hand)
             if (action == "split" and aces is not None
                     and (hand is None or len(hand.cards) != 2 or hand.double_pending)):
                 # no hand after them could be split: the split was the aces' again (000 §14
@@ -611,15 +617,15 @@ class BlackjackReferee(CardLedger):
             hand = self._in_play()
             if hand is None:
                 return None
-            if self._ace_pending(hand):  # it had its one card: a card means no resplit …
-                if (isinstance(hint, _Hand) and hint.box is hand.box and hint.from_split
-                        and not hint.done and len(hint.cards) == 1
-                        and self.rule.split_second_cards != "sequential"):
-                    # … unless it is another split hand's second card, both dealt first
-                    # (004 §3.13): the aces wait for the table's decision, split or stand
-                    # (a review: the stand was the next box's, its hits then refused)
-                    return hint
+            if self._ace_pending(hand):  # it had its one card: a card means no resplit
                 hand.done = True
+                if (isinstance(hint, _Hand) and hint.box is hand.box and hint.from_split
+                        and len(hint.cards) == 1 and self._resplit_open(hand)):
+                    # the box's next split hand's second card: dealt in turn (the aces
+                    # not split again, nothing recorded for them) or both second cards
+                    # first (004 §3.13) with the aces' decision still to come — the next
+                    # stand or split may be theirs (:meth:`_aces_decided`)
+                    self.aces_undecided = hand
                 continue
             if self.rule.split_second_cards == "both-first" and hand.box is not None:
                 waiting = [h for h in hand.box.hands if not h.done and len(h.cards) == 1]
@@ -640,6 +646,12 @@ class BlackjackReferee(CardLedger):
             self._reopen_passed()
             target = self._card_target()
         out += self._owed_verdict()
+        if (isinstance(hint, _Hand) and self.stand_of_aces is not None
+                and hint is self.stand_of_aces[0] and hint.stood and hint.done):
+            # its stand was the split aces' decision: it plays on (:meth:`_aces_decided`)
+            hint.done = hint.stood = False
+            self.stand_of_aces = None
+            target = hint
         if isinstance(hint, _Hand) and hint is not target:
             if hint.done or self._ace_pending(hint):
                 return out + self._to_finished(hint, card)
@@ -687,6 +699,32 @@ class BlackjackReferee(CardLedger):
                     out += self._card_missed(h, by=f"{card} to {self._name(hand)}")
         return out
 
+    def _aces_decided(self, action: str, hand: _Hand | None) -> _Hand | None:
+        """The hand ``action`` applies to, the first after split aces left undecided
+        (:attr:`aces_undecided`: another ace drawn, then the box's next split hand's
+        card). Read as dealt in turn — the aces not split again, nothing recorded for them
+        (docs/events.md) — the action is ``hand``'s; but with both second cards dealt
+        first (004 §3.13, split order "either") the table decides on the aces now: a
+        ``split`` that ``hand`` cannot take is the aces', and a ``stand`` is taken as
+        ``hand``'s until a card named to ``hand`` shows it was the aces' (a review: that
+        card was CARD_TO_FINISHED_HAND)."""
+        aces, self.aces_undecided = self.aces_undecided, None
+        if aces is None or hand is aces:
+            return hand
+        if action == "stand" and hand is not None:
+            self.stand_of_aces = (hand, aces)
+        elif action == "split" and (hand is None or not self._splittable(hand)):
+            aces.done = False
+            return aces
+        return hand
+
+    def _splittable(self, hand: _Hand) -> bool:
+        """Whether ``hand`` may be split (a pair, the splits left: :meth:`_split`)."""
+        cards = hand.cards
+        return (self.rule.max_splits > 0 and len(cards) == 2 and not hand.double_pending
+                and cards[0].pip == cards[1].pip and hand.box is not None
+                and not self._split_limit(hand.box, cards[0].rank == "A" == cards[1].rank))
+
     def _owed_verdict(self) -> list[Deviation]:
         """The step after a card named to the dealer went past hands owed a card
         (:meth:`_passed_owed`), unless it was a card or an action of a hand the dealer's
@@ -728,11 +766,15 @@ class BlackjackReferee(CardLedger):
             return []
         self.drew_early = True
         name = self._name(hand)
-        return [self.make(
+        dev = self.make(
             "DEALER_DRAW_RULE", f"the dealer drew before {name} had decided: {what} came "
             "after the dealer's card (the dealer draws once every player is done)",
             round=self.round_no, hand=name, dealer=[str(c) for c in self.dealer.cards],
-            drew=True, early=True)]
+            drew=True, early=True)
+        if self.dealer.voids:  # that card was flagged already, drawn on 17 or more: the
+            # same card, the same slip (a review: two DEALER_DRAW_RULE for one card)
+            return [consequence(dev, dev.code)]
+        return [dev]
 
     def _reopen_passed(self) -> None:
         """Every hand a card named to the dealer was taken to finish is open again: the
