@@ -297,7 +297,12 @@ def test_benches_deal_side_by_side_as_different_tables(tmp_path: Path) -> None:
                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
     a, b = bench("BJ-01"), bench("BJ-02")
-    time.sleep(0.5)
+    # the third starts once both hold their tables (their logs begun): a fixed half
+    # second lost the race on a busy host, the third taking BJ-01 first
+    deadline = time.monotonic() + 60
+    while not all(table_files(tmp_path / "logs", t) for t in ("BJ-01", "BJ-02")):
+        assert time.monotonic() < deadline and a.poll() is None and b.poll() is None
+        time.sleep(0.05)
     same = subprocess.run([sys.executable, "-m", "controller", "bench", "--profile",
                            "gr-blackjack", "--shoes", "1", "--log", str(tmp_path / "logs"),
                            "--table", "BJ-01"], cwd=ROOT, capture_output=True, text=True,
