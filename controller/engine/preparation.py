@@ -76,13 +76,25 @@ class Preparation(DayState):
             out.append(self._make("CHECK_MISSING", f"{what} without the opening count of "
                                   "the pack", step=through))
         self._begin_shoe(out)
+        resumed = False
         if not self._shoe.shuffled:
             self._shoe.shuffled = True
             # play resumed from the shoe the players left (000 §9, 001 BP §17: the restart
             # skipped): what is left of it, not a pack
-            self._shoe.unshuffled = self.state == SUSPENDED
-            out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since the "
-                                  "last shoe", step=through))
+            resumed = self._shoe.unshuffled = self.state == SUSPENDED
+            if resumed:
+                # one slip, the restart skipped: its steps are named, not each flagged (a
+                # review: the shuffle, cut, cut card and burn, four for one slip)
+                skipped = ["shuffle", *(["cut"] * p.cut.required),
+                           *(["cut card"] * p.has_cut_card),
+                           *(["burn"] * (p.burn.mode != "none" and p.card_source != "hand"))]
+                out.append(self._make(
+                    "SHUFFLE_MISSING", f"{what} from the shoe the players left, without "
+                    f"the restart ({', '.join(skipped)})", step=through, skipped=skipped))
+                self._shoe.cut_done = self._shoe.cut_card_set = True
+            else:
+                out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since "
+                                      "the last shoe", step=through))
         if p.cut.required and not self._shoe.cut_done:
             self._shoe.cut_done = True
             out.append(self._make("CUT_MISSING", f"{what} without a cut", step=through))
@@ -98,7 +110,9 @@ class Preparation(DayState):
                 self._shoe.in_shoe = self._shoe.pack_size
             else:
                 self._load(out, implied=True)
-        if self._shoe.burn_pending:
+        if self._shoe.burn_pending and resumed:
+            self._shoe.burn_pending = False  # (named in the restart skipped, above)
+        elif self._shoe.burn_pending:
             self._burn_short(out)
 
     def _judge_sequence_lots(self, out: list[Output]) -> None:
