@@ -426,6 +426,14 @@ def test_new_lot_after_midnight_is_not_expired() -> None:
     steps[i].event["deck_lots"][0]["first_use"] = used_on  # opened and first used now
     r = run(name, events(steps))
     assert r.proc() == {}, [d.message for d in r.devs()]
+    # the count recorded without its own time (`t` is optional): it came no earlier than
+    # the events before it, already of the new day (a review: DECK_EXPIRED, critical,
+    # judged on the opening's day)
+    del steps[i].event["t"]
+    r = run(name, events(steps))
+    assert r.proc() == {}, [d.message for d in r.devs()]
+    steps[i].event["deck_lots"][0]["first_use"] = "2026-11-23"  # a day later: still flagged
+    assert run(name, events(steps)).proc() == {"DECK_EXPIRED": 1}
 
 
 def test_two_tableaux_second_shoe_without_new_cards() -> None:

@@ -130,6 +130,8 @@ class TableEngine(DeviceEvents):
             elif episode[1] != procedure:
                 episode = None  # the procedure moved on: the slip is over
         before = episode
+        if event.t:
+            self.last_t = event.t  # (the latest time read: an event without one is later)
         if self._shoe.early_cards and event.type not in _BEFORE_BETS:
             self._shoe.early_cards = []  # (no round opened after them: they were its own)
         out = (self._handle_under_fault(event) if state == _DEVICE_FAULT

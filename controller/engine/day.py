@@ -55,6 +55,7 @@ class DayState:
         self.sabot_rotation_k = sabot_rotation_k
         self._openings = openings_from(sabot_history)
         self._orphaned: list[Output] = []  # (see _end_shoe)
+        self.last_t: str | None = None  # the latest event time read (TableEngine.handle)
         #: paper lots (id, first use) in play when a table closed (destroyed then: 000 §1,
         #: 001 BP §1, 003 §1), where the profile's ``paper_until_close`` says so
         self._paper_closed: set[tuple[str, dt.date]] = set()

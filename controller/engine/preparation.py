@@ -39,6 +39,7 @@ from controller.events import (
     Shuffle,
     TableClose,
     TableOpen,
+    written_date,
 )
 from controller.outputs import Note, Output
 
@@ -264,8 +265,11 @@ class Preparation(DayState):
         taken, and flagged only when both days flag it."""
         assert e.deck_lots is not None
         verdicts: list[list[Output]] = []
+        # a count without its own time came no earlier than the last event that had one
+        # (a review: new lots counted after midnight were judged on the opening's day)
+        own = e.local_date or (written_date(self.last_t) if self.last_t else None)
         days: list[dt.date | None] = [
-            d for d in dict.fromkeys((self.open_date, e.local_date)) if d is not None]
+            d for d in dict.fromkeys((self.open_date, own)) if d is not None]
         for day in days or [None]:
             judged: list[Output] = []
             judge_lots(self.profile, e.deck_lots, day, self._make, judged, self._paper_closed)
