@@ -737,27 +737,34 @@ def test_cut_card_position_measured(name: str, side: str) -> None:
     assert t.state == "shoe_complete"
 
 
-@pytest.mark.parametrize("name", CUT_CARD_PROFILES)
-def test_a_cut_card_placed_outside_its_window_and_coming_out_there_is_one_slip(
-        name: str) -> None:
-    # a review: flagged when placed, and again when it came out where it was placed. The
-    # second is a consequence note (one declared inside the window that comes out outside
-    # it is still a deviation: test_cut_card_position_measured)
-    _, hi = prof(name).cut_card.window()  # type: ignore[misc]
-    left = hi + 3
+def _cut_card_out(name: str, placed: int, left: int) -> tuple[Table, list[Any], list[Any]]:
+    """A shoe whose cut card was placed ``placed`` cards from the back and came out with
+    ``left`` cards in the shoe: the table, what the placing answered, what its reading
+    answered."""
     t = Table(name)
     t.open()
     if t.profile.inspection.opening_check:
         t.check()
     t.shuffle()
     t.cut()
-    assert codes_of(t.place(behind=left)) == ["CUT_CARD_POSITION"]
+    at_place = t.place(behind=placed)
     t.load()
     t.burn()
     t.play_until(left + 2)
     t.bets()
     t.cards(2)
-    outs = t.send("cut_card")
+    return t, at_place, t.send("cut_card")
+
+
+@pytest.mark.parametrize("name", CUT_CARD_PROFILES)
+def test_a_cut_card_placed_outside_its_window_and_coming_out_there_is_one_slip(
+        name: str) -> None:
+    # a review: flagged when placed, and again when it came out where it was placed. The
+    # second is a consequence note (one declared inside the window that comes out outside
+    # it is still a deviation: test_cut_card_position_measured)
+    lo, hi = prof(name).cut_card.window()  # type: ignore[misc]
+    t, placed, outs = _cut_card_out(name, hi + 3, hi + 3)
+    assert codes_of(placed) == ["CUT_CARD_POSITION"]
     assert codes_of(outs) == []
     (note,) = [o for o in outs if getattr(o, "kind", "") == "consequence"]
     assert note.data["code"] == "CUT_CARD_POSITION" and note.data["evidence"]["measured"]
@@ -766,20 +773,8 @@ def test_a_cut_card_placed_outside_its_window_and_coming_out_there_is_one_slip(
     only(t.run, "CUT_CARD_POSITION")
     # declared above the window, come out below it: the declaration was not where it
     # went — a deviation of its own (a review of the note above)
-    lo, _ = prof(name).cut_card.window()  # type: ignore[misc]
-    t = Table(name)
-    t.open()
-    if t.profile.inspection.opening_check:
-        t.check()
-    t.shuffle()
-    t.cut()
-    t.place(behind=left)
-    t.load()
-    t.burn()
-    t.play_until(lo - 1 + 2)
-    t.bets()
-    t.cards(2)
-    assert codes_of(t.send("cut_card")) == ["CUT_CARD_POSITION"]
+    _, _, outs = _cut_card_out(name, hi + 3, lo - 1)
+    assert codes_of(outs) == ["CUT_CARD_POSITION"]
 
 
 @pytest.mark.parametrize("name", [p for p in CUT_CARD_PROFILES
