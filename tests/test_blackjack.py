@@ -677,6 +677,38 @@ def test_split_aces_dealt_both_first_wait_for_the_decision_on_the_ace_drawn(
     assert totals == ([12, 21, 19] if decision == "stand" else [18, 20, 21, 19]), totals
 
 
+@pytest.mark.parametrize("then", ["double", "surrender", "split", "box3 hits", "box3 doubles"])
+def test_the_aces_stand_after_both_second_cards_then_the_next_boxes_play(then: str) -> None:
+    # both second cards first, the table's stand on the aces recorded, then box2 (and
+    # box3) play: the stand was taken as box2's, box2's own action was refused (every hand
+    # finished), box3 read as stood — reviews found these after the first form of the
+    # both-first reading; now an action when every hand has stood, or a card named to the
+    # last hand stood, shows the first stand was the aces'
+    name = "ru-blackjack"
+    aces = [{"card": "A", "to": "box1.1"}, {"card": "T", "to": "box1.2"}, "stand"]
+    three = then.startswith("box3")
+    box2 = {"double": "65", "surrender": "T6", "split": "88"}.get(then, "T8")
+    play2: list[Any] = {
+        "double": ["double", {"card": "9", "to": "box2"}],
+        "surrender": ["surrender"],
+        "split": ["split", {"card": "3", "to": "box2.1"}, "stand",
+                  {"card": "T", "to": "box2.2"}, "stand"],
+    }.get(then, ["stand"])
+    play3: list[Any] = ([{"card": "2", "to": "box3"}, "stand"] if then == "box3 hits"
+                        else ["double", {"card": "5", "to": "box3"}] if three else [])
+    first = "A" + box2[0] + ("6" if three else "")
+    second = "A" + box2[1] + ("5" if three else "")
+    r = play(name, [1, 2, 3] if three else [1, 2], *deal(name, first, "9", second),
+             "split", *aces, *play2, *play3, {"card": "8", "to": "dealer"})
+    assert r.codes == Counter(), r.codes
+    if then == "double":
+        assert r.hand("box2")["total"] == 20
+    if then == "surrender":
+        assert r.hand("box2")["outcome"] == "surrender"
+    if three:
+        assert r.hand("box3")["total"] == (13 if then == "box3 hits" else 16)
+
+
 @pytest.mark.parametrize("action", ["double", "surrender", "stand", "split"])
 def test_split_aces_dealt_in_turn_with_nothing_recorded_leave_the_next_action_to_the_next_box(
         action: str) -> None:

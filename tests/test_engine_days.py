@@ -596,6 +596,23 @@ def test_bets_closed_straight_from_suspended(name: str) -> None:
     assert dev.evidence["skipped"] == expected
 
 
+@pytest.mark.parametrize("name", [n for n in PROFILES if prof(n).card_source != "hand"])
+def test_a_load_after_players_left_without_the_restart_leaves_the_burn_to_come(
+        name: str) -> None:
+    # a review: with the stack loaded again (shoe_loaded) the burn comes after it and is
+    # judged on its own — not named among the restart's skipped steps as well
+    p = prof(name)
+    t = Table(name).prepare()
+    _round_and_back_to_ready(t)
+    t.send("players_left")
+    outs = t.load()
+    assert codes_of(outs) == ["SHUFFLE_MISSING"]
+    dev = next(o for o in outs if getattr(o, "code", "") == "SHUFFLE_MISSING")
+    assert dev.evidence["skipped"] == ["shuffle", "cut", *(["cut card"] * p.has_cut_card)]
+    t.burn()
+    assert codes_of(t.bets()) == []
+
+
 @pytest.mark.parametrize("name", CUT_CARD_PROFILES)
 def test_play_resumed_after_players_left_is_flagged_once_not_at_the_cut_card(
         name: str) -> None:

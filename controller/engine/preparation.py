@@ -88,7 +88,8 @@ class Preparation(DayState):
                 # review: the shuffle, cut, cut card and burn, four for one slip)
                 skipped = ["shuffle", *(["cut"] * p.cut.required),
                            *(["cut card"] * p.has_cut_card),
-                           *(["burn"] * (p.burn.mode != "none" and p.card_source != "hand"))]
+                           *(["burn"] * (p.burn.mode != "none" and p.card_source != "hand"
+                                         and through == "play"))]  # (a load: its burn next)
                 out.append(self._make(
                     "SHUFFLE_MISSING", f"{what} from the shoe the players left, without "
                     f"the restart ({', '.join(skipped)})", step=through, skipped=skipped))

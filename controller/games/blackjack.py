@@ -174,8 +174,9 @@ class BlackjackReferee(CardLedger):
         #: split aces holding another ace, closed by their box's next split hand's card
         #: while they could still be split: the table's decision may yet be recorded
         self.aces_undecided: _Hand | None = None
-        #: a stand taken as ``[0]``'s that may have been those aces' decision (``[1]``)
-        self.stand_of_aces: tuple[_Hand, _Hand] | None = None
+        #: the hands stood by the stands since one that may have been those aces'
+        #: decision, in turn (:meth:`_aces_decided`)
+        self.stand_chain: list[_Hand] | None = None
         self.peeked = False
         self.peeked_blackjack = False
         #: the codes raised by play after the peeked blackjack (each once a round)
@@ -646,11 +647,12 @@ class BlackjackReferee(CardLedger):
             self._reopen_passed()
             target = self._card_target()
         out += self._owed_verdict()
-        if (isinstance(hint, _Hand) and self.stand_of_aces is not None
-                and hint is self.stand_of_aces[0] and hint.stood and hint.done):
-            # its stand was the split aces' decision: it plays on (:meth:`_aces_decided`)
+        chain, self.stand_chain = self.stand_chain, None
+        if (chain is not None and isinstance(hint, _Hand) and hint is chain[-1]
+                and hint.stood and hint.done):
+            # the first stand was the split aces' decision, each after it the hand's
+            # before: this one plays on (:meth:`_aces_decided`)
             hint.done = hint.stood = False
-            self.stand_of_aces = None
             target = hint
         if isinstance(hint, _Hand) and hint is not target:
             if hint.done or self._ace_pending(hint):
@@ -706,13 +708,27 @@ class BlackjackReferee(CardLedger):
         (docs/events.md) — the action is ``hand``'s; but with both second cards dealt
         first (004 §3.13, split order "either") the table decides on the aces now: a
         ``split`` that ``hand`` cannot take is the aces', and a ``stand`` is taken as
-        ``hand``'s until a card named to ``hand`` shows it was the aces' (a review: that
-        card was CARD_TO_FINISHED_HAND)."""
+        ``hand``'s, and each stand after it as the next hand's, until a card named to the
+        last hand stood, or an action when every hand has stood, shows the first was the
+        aces' (reviews: that card was CARD_TO_FINISHED_HAND, the action refused)."""
         aces, self.aces_undecided = self.aces_undecided, None
+        chain = self.stand_chain
+        if chain is not None:
+            if action == "stand":
+                if hand is not None:
+                    chain.append(hand)
+                return hand
+            self.stand_chain = None
+            if hand is None:  # every hand stood, yet one acts: the first stand was the
+                # aces', each after it the hand's before — the last hand stood is open
+                last = chain[-1]
+                last.done = last.stood = False
+                return last
+            return hand
         if aces is None or hand is aces:
             return hand
         if action == "stand" and hand is not None:
-            self.stand_of_aces = (hand, aces)
+            self.stand_chain = [hand]
         elif action == "split" and (hand is None or not self._splittable(hand)):
             aces.done = False
             return aces
