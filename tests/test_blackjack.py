@@ -1219,6 +1219,19 @@ def test_a_dealer_card_before_a_split_hands_card_is_one_early_draw(name: str) ->
     assert steps[dealer_card] == [] and steps[dealer_card + 1] == ["HAND_CARD_MISSING"]
 
 
+@pytest.mark.parametrize("name", [n for n in BJ if prof(n).exposed_card.handling == "burn"])
+def test_the_dealers_draw_exposed_and_named_to_him_finishes_the_open_hands(name: str) -> None:
+    # the last box's stand not recorded; the dealer's draw comes out face up, named to the
+    # dealer, and is burned: the players were done (a card named to the dealer says so),
+    # so the replacement, without `to`, is the dealer's (a review: it went to the box,
+    # which bust, and the dealer "stood on 14")
+    r = play(name, [1], *deal(name, "T", "4", "T", hole="T"),
+             {"card": "9", "to": "dealer", "exposed": True},
+             *dealer_rest(name, "T6"))
+    assert r.codes == Counter({"EXPOSED_CARD": 1}), r.codes
+    assert r.hand("box1")["total"] == 20
+
+
 def test_a_dealer_card_drawn_early_on_twenty_is_one_deviation() -> None:
     # live: the dealer holds 20 (T up, K hole) and draws while box1 (16) has not decided,
     # then box1 draws — one card, one slip: the draw on 20 is the deviation, the early

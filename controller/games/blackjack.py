@@ -243,6 +243,11 @@ class BlackjackReferee(CardLedger):
                 named = self._named(to) if to not in DISCARD_NAMES else None
                 if named is not None and named is self._due():  # (the initial deal only)
                     self.exposed_for = (rec, named, to)
+                elif named is self.dealer and self.initial_done:
+                    # the dealer's own draw came out face up: the players were done, as a
+                    # card named to the dealer says (a review: the open hand, its stand
+                    # not recorded, took the replacement and the dealer "stood on 14")
+                    self._stand_before(None)
                 return out
         elif to in DISCARD_NAMES and not event.unrequested and self.initial_done:
             out.append(self.make(
