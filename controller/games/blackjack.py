@@ -740,11 +740,9 @@ class BlackjackReferee(CardLedger):
         return hand
 
     def _splittable(self, hand: _Hand) -> bool:
-        """Whether ``hand`` may be split (a pair, the splits left: :meth:`_split`)."""
-        cards = hand.cards
-        return (self.rule.max_splits > 0 and len(cards) == 2 and not hand.double_pending
-                and cards[0].pip == cards[1].pip and hand.box is not None
-                and not self._split_limit(hand.box, cards[0].rank == "A" == cards[1].rank))
+        """Whether ``hand`` may be split (:meth:`_split` would take it unrefused)."""
+        return (len(hand.cards) == 2 and not hand.double_pending and hand.box is not None
+                and not self._split_refused(hand))
 
     def _owed_verdict(self) -> list[Deviation]:
         """The step after a card named to the dealer went past hands owed a card
@@ -998,13 +996,7 @@ class BlackjackReferee(CardLedger):
                    else "a split needs a hand of exactly two cards")
             return [self._not_allowed("split", hand, why)]
         aces = cards[0].rank == "A" and cards[1].rank == "A"
-        why = ""
-        if r.max_splits == 0:
-            why = "this game has no split"
-        elif cards[0].pip != cards[1].pip:
-            why = f"{cards[0]} and {cards[1]} are not of equal value"
-        else:
-            why = self._split_limit(box, aces)
+        why = self._split_refused(hand)
         first, second = hand.recs
         new = _Hand(box)
         hand.recs.remove(second)
@@ -1019,6 +1011,17 @@ class BlackjackReferee(CardLedger):
         box.splits += 1
         box.ace_splits += aces
         return [self._not_allowed("split", hand, why)] if why else []
+
+    def _split_refused(self, hand: _Hand) -> str:
+        """Why a hand of two cards may not be split (000 §14, 002 §3 2.7, 004 §3.13), or
+        "": no split in the game, not a pair, or the box's splits used up."""
+        cards = hand.cards
+        assert hand.box is not None
+        if self.rule.max_splits == 0:
+            return "this game has no split"
+        if cards[0].pip != cards[1].pip:
+            return f"{cards[0]} and {cards[1]} are not of equal value"
+        return self._split_limit(hand.box, cards[0].rank == "A" and cards[1].rank == "A")
 
     def _split_limit(self, box: _Box, aces: bool) -> str:
         """Why a box may split no more (000 §14, 002 §3 2.7, 004 §3.13), or ""."""
