@@ -48,7 +48,7 @@ BATCH = 1000
 #: seconds before a message delivered and not acknowledged (a floor killed mid-batch) is
 #: delivered again; records after it wait for it (held back, see ``_commit``)
 ACK_WAIT = 5
-#: a record that arrives before the one it follows goes back to the stream for this long
+#: parked records beyond PARK_MAX go back to the stream for this long
 HOLD_BACK = 0.5
 #: the longest a batch gathers the records already on their way before it goes (seconds)
 BUSY_WAIT = 0.02
@@ -59,8 +59,13 @@ RENEW_BEFORE = 0.05
 #: how often a floor takes in the tables and alerts other floor processes committed (its
 #: pages serve every table, whichever floor consumed its records)
 SYNC_EVERY = 1.0
+#: the most records parked (delivered before the one they follow, kept unacknowledged
+#: until it comes): well under the consumer's max_ack_pending (20,000)
+PARK_MAX = 5 * BATCH
+#: how often parked records look for what another floor process committed, no record coming
+PARKED_POLL = 0.02
 #: how long the rest of a batch waits, without progress, for another floor process to
-#: commit the record it continues, before going back to the stream
+#: commit the record it continues, before its table's records are parked
 WAIT_FOR_PREDECESSOR = 1.0
 
 
@@ -101,6 +106,10 @@ class NatsConsumer:
         self._sub: Any = None
         self._inbox = ""
         self._ready: list[Any] = []  # delivered, not taken yet, in the order they came
+        #: records delivered before the one they follow, by file and seq, each with when it
+        #: was last kept alive (:meth:`_park`)
+        self._parked: dict[tuple[str, str], dict[int, tuple[Any, float]]] = {}
+        self._stalled: set[str] = set()  # tables whose parked records wait for a lost one
         self._asked = 0  # records asked of the consumer and not delivered yet
         self._asked_until = 0.0  # when the requests out expire (monotonic)
         self._arrived = asyncio.Event()  # set by each record delivered
@@ -139,10 +148,15 @@ class NatsConsumer:
                 deadline = time.monotonic() + PULL_EXPIRES
                 while not self._ready and (left := deadline - time.monotonic()) > 0:
                     self._arrived.clear()
+                    if self._parked and self.floor.store.shared:
+                        left = min(left, PARKED_POLL)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._arrived.wait(), max(0.001, min(
                             left, self._asked_until - time.monotonic())))
                     await self._ask(nc)  # (a request ended or is about to: the next one)
+                    if not self._ready and self._parked:
+                        await self._retry_parked()
+                await self._keep_parked()
                 if not self._ready:
                     if time.monotonic() - synced >= SYNC_EVERY:
                         synced = time.monotonic()
@@ -173,6 +187,7 @@ class NatsConsumer:
         if nc is not None:
             with contextlib.suppress(Exception):
                 await self._sub.unsubscribe()
+            await self._release_parked()
             for msg in self._ready:  # delivered, not taken: back to the stream at once
                 with contextlib.suppress(Exception):
                     await msg.nak()
@@ -258,15 +273,22 @@ class NatsConsumer:
         together), then acknowledged; when the commit fails, nothing of the group is
         acknowledged: it all goes back to the stream.
 
-        With a database shared by several floor processes, a run whose predecessor is not
-        committed yet is most often waiting for another floor that has it in hand (the
-        consumer hands the stream out in batches, tables interleaved): the group ends
-        before it (committed, acknowledged), and the rest of the batch waits for that
-        floor's commit (:meth:`_await_progress`) instead of going back to the stream."""
+        A record that comes before the one it follows is parked here, not acknowledged
+        (:meth:`_park`), and joins its file's run when the batch that brings its
+        predecessor comes — or, with a database shared by several floor processes, when
+        another floor commits it (:meth:`_retry_parked`).
+
+        With such a database, a run whose predecessor is not committed yet is most often
+        waiting for another floor that has it in hand (the consumer hands the stream out
+        in batches, tables interleaved): the group ends before it (committed,
+        acknowledged), and the rest of the batch waits for that floor's commit
+        (:meth:`_await_progress`). When none comes, the predecessor was lost with a killed
+        floor: the table is *stalled* — its records are parked at once, without waiting
+        again, until they go in."""
         runs: list[tuple[tuple[str, str], list[tuple[int, Any]]]] = []
         by_file: dict[tuple[str, str], list[tuple[int, Any]]] = {}
-        done: set[int] = set()  # id() of the messages answered
-        shared = self.floor.store.shared
+        done: set[int] = set()  # id() of the messages answered (or parked again)
+        answer = list(msgs)  # what the finally below sends back when not answered
         try:
             # in stream order: a batch may hold a killed floor's records, delivered again
             # after the ack wait, behind the records that follow them; taken as delivered,
@@ -293,41 +315,127 @@ class NatsConsumer:
                     run = by_file[(table, file)] = []
                     runs.append(((table, file), run))
                 run.append((seq, msg))
+            touched = self._unpark(runs, by_file, answer)
+            shared = self.floor.store.shared
             while runs:
-                # (to ack, (seq, message) to hold back)
-                settled: list[tuple[list[Any], list[tuple[int, Any]]]] = []
+                # (file, to ack, (seq, message) to park)
+                settled: list[tuple[tuple[str, str], list[Any], list[tuple[int, Any]]]] = []
                 waiting: list[tuple[tuple[str, str], list[tuple[int, Any]]]] = []
                 with self.floor.pipelined():
                     for i, (key, run) in enumerate(runs):
                         take, held = self._commit(key, run)
-                        if held and shared:
-                            settled.append((take, []))
+                        if held and shared and key[0] not in self._stalled:
+                            settled.append((key, take, []))
                             waiting = [(key, held), *runs[i + 1:]]
                             break
-                        settled.append((take, held))
+                        settled.append((key, take, held))
                 # committed: now, and only now, acknowledged
-                for take, held in settled:
+                for key, take, held in settled:
                     for msg in take:
                         await msg.ack()
                         done.add(id(msg))
-                    for _, msg in held:
-                        self.held += 1
-                        await msg.nak(delay=HOLD_BACK)
-                        done.add(id(msg))
+                    if held:
+                        self._park(key, held, touched)
+                        done.update(id(msg) for _, msg in held)
                 runs = waiting
                 if runs and not await self._await_progress(runs[0][0][0]):
-                    for _, run in runs:  # its predecessor was lost with a killed floor:
-                        for _, msg in run:  # it comes back after the ack wait
-                            self.held += 1
-                            await msg.nak(delay=HOLD_BACK)
-                            done.add(id(msg))
-                    runs = []
+                    # its predecessor was lost with a killed floor: it comes back after the
+                    # ack wait; the table's records are parked till then, not waited for
+                    self._stalled.add(runs[0][0][0])
         finally:
-            for m in msgs:  # back to the stream at once, in order, for a next batch
+            for m in answer:  # back to the stream at once, in order, for a next batch
                 if id(m) not in done:
                     with contextlib.suppress(Exception):
                         await m.nak()
+        self._stalled.intersection_update(key[0] for key in self._parked)
+        await self._spill_parked()
         await self._publish_checkpoints()
+
+    def _unpark(self, runs: list[tuple[tuple[str, str], list[tuple[int, Any]]]],
+                by_file: dict[tuple[str, str], list[tuple[int, Any]]],
+                answer: list[Any]) -> dict[int, float]:
+        """Every parked record back into its file's run, in seq order (a file with none in
+        this batch gets a run at the end: its predecessor may be committed now). A parked
+        record delivered again (its ack wait ran out) is taken as delivered now. Returns
+        when each parked one was last kept alive (by id), for :meth:`_park`."""
+        touched: dict[int, float] = {}
+        parked, self._parked = self._parked, {}
+        for key, waiting in parked.items():
+            run = by_file.get(key)
+            if run is None:
+                run = by_file[key] = []
+                runs.append((key, run))
+            fresh = {seq for seq, _ in run}
+            for seq, (msg, kept) in waiting.items():
+                if seq not in fresh:
+                    run.append((seq, msg))
+                    answer.append(msg)
+                    touched[id(msg)] = kept
+            run.sort(key=lambda item: item[0])
+        return touched
+
+    def _park(self, key: tuple[str, str], held: list[tuple[int, Any]],
+              touched: dict[int, float]) -> None:
+        """Keep records that came before the one they follow, unacknowledged, until it is
+        in. (Sent back to the stream with a delay, as before, the records of one file came
+        back in pieces, each in another batch, and a floor restarted after a kill took
+        25–55 s to take in a 2,000-record backlog; parked: 1–3 s.)"""
+        now = time.monotonic()
+        slot = self._parked.setdefault(key, {})
+        for seq, msg in held:
+            kept = touched.get(id(msg))
+            if kept is None:  # (parked for the first time)
+                self.held += 1
+            slot[seq] = (msg, now if kept is None else kept)
+
+    @property
+    def parked(self) -> int:
+        """Records parked (delivered, waiting here for the one they follow)."""
+        return sum(map(len, self._parked.values()))
+
+    async def _spill_parked(self) -> None:
+        """Beyond :data:`PARK_MAX` parked records, the latest of the fullest file go back to
+        the stream (after ``HOLD_BACK``): the consumer stops delivering at its
+        ``max_ack_pending``, and the records awaited must still come."""
+        excess = self.parked - PARK_MAX
+        while excess > 0:
+            key = max(self._parked, key=lambda k: len(self._parked[k]))
+            slot = self._parked[key]
+            for seq in sorted(slot, reverse=True)[:excess]:
+                msg, _ = slot.pop(seq)
+                excess -= 1
+                with contextlib.suppress(Exception):
+                    await msg.nak(delay=HOLD_BACK)
+            if not slot:
+                del self._parked[key]
+
+    async def _keep_parked(self) -> None:
+        """Parked records kept from being delivered again: their ack wait is restarted
+        (JetStream's "in progress") once half of it has gone since they came or were last
+        kept."""
+        now = time.monotonic()
+        for slot in self._parked.values():
+            for seq, (msg, kept) in list(slot.items()):
+                if now - kept >= ACK_WAIT / 2:
+                    with contextlib.suppress(Exception):
+                        await msg.in_progress()
+                    slot[seq] = (msg, now)
+
+    async def _retry_parked(self) -> None:
+        """No record came: with a database shared by several floor processes, parked
+        records whose predecessor another floor has committed since go in now."""
+        if not self._parked or not self.floor.store.shared:
+            return
+        if any(self.floor.catch_up(table) for table in {key[0] for key in self._parked}):
+            await self._take([])
+
+    async def _release_parked(self) -> None:
+        """Stopping: the parked records back to the stream at once."""
+        parked, self._parked = self._parked, {}
+        for slot in parked.values():
+            for msg, _ in slot.values():
+                with contextlib.suppress(Exception):
+                    await msg.nak()
 
     async def _await_progress(self, table: str) -> bool:
         """Wait, up to ``WAIT_FOR_PREDECESSOR``, for another floor process to commit more of
