@@ -91,11 +91,11 @@ class TableSession:
         audit = self.audit
         engine = self.engine
         if audit is not None:  # write-ahead: the input is in the log before its effects
-            audit.input_event(event, line=line, context=engine.context())
+            audit.input_event(event, line=line, context=engine.context_key())
         shoe_before = engine.shoe
         outputs = engine.handle(event)
         if audit is not None:
-            audit.outputs(outputs, context=engine.context())
+            audit.outputs(outputs, context=engine.context_key())
         self._count(event, outputs, shoe_before)
         if audit is not None:
             for trouble in audit.take_anchor_trouble():

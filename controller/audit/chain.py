@@ -89,9 +89,19 @@ _sha256 = hashlib.sha256
 _hex = binascii.hexlify  # a digest's hex as bytes (hexdigest gives str)
 _dumps = orjson.dumps
 
-CardRecord = tuple[str, bytes, Mapping[str, Any], int | None]
+ContextKey = tuple[str | None, int, int | None, str]
+"""The context every record carries as one tuple: table, shoe, round, state (what
+``TableEngine.context_key()`` gives)."""
+
+CardRecord = tuple[str, bytes, ContextKey, int | None]
 """A card-path record for :meth:`HashChainWriter.append_card`: (kind, payload, context,
 line)."""
+
+
+def context_dict(context: ContextKey) -> dict[str, Any]:
+    """A :data:`ContextKey` as the record's members."""
+    table, shoe, round_, state = context
+    return {"table": table, "shoe": shoe, "round": round_, "state": state}
 
 
 def check_durability(durability: str) -> Durability:
@@ -128,6 +138,7 @@ class HashChainWriter:
         self._durability = check_durability(durability)
         self._sync_all = self._durability is Durability.EVERY
         self._sync_kinds = FSYNC_KINDS if self._durability is Durability.INPUT else frozenset()
+        self._sync_input = self._sync_all or "input" in self._sync_kinds
         self._clock: Clock = clock or utc_now
         self._clocked = clock is not None  # an injected clock is read once a record
         self._stamp: Callable[[], str] = stamp_for(clock)
@@ -147,7 +158,7 @@ class HashChainWriter:
         self._batch: list[bytes] = []
         self._batch_bytes = 0
         self._batch_limit = batch_bytes
-        self._frames: dict[tuple[Any, Any, Any, Any], tuple[bytes, bytes]] = {}
+        self._frames: dict[ContextKey, tuple[bytes, bytes, bytes]] = {}
         self._written = (seq, prev, mac)
 
     # NB: do not give this class __len__ or __bool__: structlog's lazy proxy
@@ -352,18 +363,18 @@ class HashChainWriter:
         """The card path's records: each ``(kind, payload, context, line)`` is an ``input``
         (``payload`` the canonical encoding of its event, ``line`` its source line or None)
         or an ``output`` (``payload`` the output's canonical encoding), with the engine's
-        ``context``.
+        ``context`` as a :data:`ContextKey` (``TableEngine.context_key()``).
 
-        Their shape is fixed, so each line is laid out here around its payload, with the
-        context's members encoded once per context (they change a few times a round): the
+        Their shape is fixed, so each line is laid out here around its payload by one
+        ``%`` of a template made once per context (they change a few times a round): the
         same bytes as :meth:`append` gives the same record (tests/test_audit_card_path.py)
         at a fraction of its cost. A keyed log and a file's first record (``chain``) take
         :meth:`append`. An ``input`` is fsynced at once under the ``input`` and ``every``
         policies (with whatever waits before it)."""
         if self._key is not None or self._pending_chain is not None:
             for kind, payload, context, line in records:
-                self.append(kind, self._parts(kind, (json.loads(payload),), context, line),
-                            flush=flush)
+                self.append(kind, self._parts(kind, (json.loads(payload),),
+                                              context_dict(context), line), flush=flush)
             return
         frames = self._frames
         sync = self._sync_all or (bool(self._sync_kinds)
@@ -377,36 +388,71 @@ class HashChainWriter:
             stamp = self._stamp
             ts = None if self._clocked else stamp().encode()
             for kind, payload, context, line in records:
-                key = (context["round"], context["shoe"], context["state"], context["table"])
-                frame = frames.get(key) or self._frames_for(key)
+                frame = frames.get(context) or self._frames_for(context)
                 seq += 1
-                tail = b"".join((b',"prev":"', head, b'"', frame[0], b',"seq":%d' % seq,
-                                 frame[1], ts or stamp().encode(), b'"}'))
+                # (the keys' order: event, hash, kind, line, output, prev, round, seq, shoe,
+                # state, table, ts)
                 if kind == "input":
-                    mid = b',"kind":"input"' if line is None else \
-                        b',"kind":"input","line":%d' % line
-                    head = _hex(_sha256(b"".join((b'{"event":', payload, mid, tail))).digest())
-                    text = b"".join((b'{"event":', payload, b',"hash":"', head, b'"', mid, tail,
+                    if line is None:
+                        hashed = frame[0] % (payload, head, seq, ts or stamp().encode())
+                    else:
+                        hashed = frame[1] % (payload, line, head, seq, ts or stamp().encode())
+                    head = _hex(_sha256(hashed).digest())
+                    cut = len(payload) + 9  # '{"event":' and the payload
+                    text = b"".join((hashed[:cut], b',"hash":"', head, b'"', hashed[cut:],
                                      b"\n"))
                 else:
-                    head = _hex(_sha256(b"".join((b'{"kind":"output","output":', payload, tail))
-                                        ).digest())
-                    text = b"".join((b'{"hash":"', head, b'","kind":"output","output":', payload,
-                                     tail, b"\n"))
+                    hashed = frame[2] % (payload, head, seq, ts or stamp().encode())
+                    head = _hex(_sha256(hashed).digest())
+                    text = b"".join((b'{"hash":"', head, b'",', hashed[1:], b"\n"))
                 batch.append(text)
                 size += len(text)
             self._seq, self._prev, self._batch_bytes = seq, head.decode(), size
             if sync or flush or size >= self._batch_limit:
                 self._write_batch(sync)
 
-    def _frames_for(self, key: tuple[Any, Any, Any, Any]) -> tuple[bytes, bytes]:
-        round_, shoe, state, table = key
-        frames = (b',"round":' + _dumps(round_),
-                  b"".join((b',"shoe":', _dumps(shoe), b',"state":', _dumps(state),
-                            b',"table":', _dumps(table), b',"ts":"')))
+    def append_input(self, payload: bytes, context: ContextKey, line: int | None) -> None:
+        """:meth:`append_card` for one ``input`` record — every event a table reads, so
+        without the loop, the records' tuple and the policy's look-up."""
+        if self._key is not None or self._pending_chain is not None:
+            self.append_card((("input", payload, context, line),))
+            return
+        with self._lock:
+            if self._closed or self._broken is not None:
+                self._usable()
+            frame = self._frames.get(context) or self._frames_for(context)
+            seq = self._seq + 1
+            if line is None:
+                hashed = frame[0] % (payload, self._prev.encode(), seq, self._stamp().encode())
+            else:
+                hashed = frame[1] % (payload, line, self._prev.encode(), seq,
+                                     self._stamp().encode())
+            head = _hex(_sha256(hashed).digest())
+            cut = len(payload) + 9  # '{"event":' and the payload
+            text = b"".join((hashed[:cut], b',"hash":"', head, b'"', hashed[cut:], b"\n"))
+            self._batch.append(text)
+            self._seq, self._prev = seq, head.decode()
+            self._batch_bytes = size = self._batch_bytes + len(text)
+            if self._sync_input or size >= self._batch_limit:
+                self._write_batch(self._sync_input)
+
+    def _frames_for(self, context: ContextKey) -> tuple[bytes, bytes, bytes]:
+        """The templates of a context's records, each to be filled with ``%``: an input
+        without a line (payload, prev, seq, ts), with one (payload, line, prev, seq, ts),
+        an output (payload, prev, seq, ts) — every record as it is hashed, without its
+        ``hash`` member."""
+        table, shoe, round_, state = context
+        after = b"".join((b'","prev":"%s","round":', _dumps(round_).replace(b"%", b"%%"),
+                          b',"seq":%d,"shoe":', _dumps(shoe).replace(b"%", b"%%"),
+                          b',"state":', _dumps(state).replace(b"%", b"%%"),
+                          b',"table":', _dumps(table).replace(b"%", b"%%"),
+                          b',"ts":"%s"}'))
+        frames = (b'{"event":%s,"kind":"input' + after,
+                  b'{"event":%s,"kind":"input","line":%d' + after[1:],
+                  b'{"kind":"output","output":%s' + after[1:])
         if len(self._frames) >= 256:
             self._frames.clear()
-        self._frames[key] = frames
+        self._frames[context] = frames
         return frames
 
     @staticmethod

@@ -29,7 +29,7 @@ import functools
 import os
 from collections.abc import Mapping, MutableMapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
 
@@ -37,6 +37,7 @@ from controller.audit.canonical import canonical_bytes
 from controller.audit.chain import (
     DURABILITY_POLICIES,
     FSYNC_KINDS,
+    ContextKey,
     Durability,
     HashChainWriter,
     check_durability,
@@ -84,6 +85,14 @@ class Recordable(Protocol):
 
 _SORTED = orjson.OPT_SORT_KEYS
 _dumps = orjson.dumps
+
+
+def _key_of(context: ContextKey | Mapping[str, Any]) -> ContextKey:
+    """A record's context as the card path's tuple (table, shoe, round, state)."""
+    if type(context) is tuple:
+        return context
+    m = cast(Mapping[str, Any], context)
+    return m["table"], m["shoe"], m["round"], m["state"]
 
 
 def _encoded(value: Recordable) -> bytes:
@@ -327,33 +336,35 @@ class AuditLog:
         return record
 
     def input_event(self, event: Recordable, *, line: int | None,
-                    context: Mapping[str, Any]) -> None:
+                    context: ContextKey | Mapping[str, Any]) -> None:
         """The card path's ``input`` record: ``event`` is a typed input event and
-        ``context`` the engine's own (``TableEngine.context()``, every key present). Fsynced
-        at once under the ``input`` and ``every`` policies (write-ahead)."""
-        self._writer.append_card((("input", _encoded(event), context, line),))
-        table = context["table"]
-        if table is not None:
-            self._table = table
+        ``context`` the engine's own (``TableEngine.context_key()``, or as a dict with every
+        key present). Fsynced at once under the ``input`` and ``every`` policies
+        (write-ahead)."""
+        key = _key_of(context)
+        self._writer.append_input(_encoded(event), key, line)
+        if key[0] is not None:
+            self._table = key[0]
 
-    def outputs(self, outputs: Sequence[Recordable], *, context: Mapping[str, Any]) -> None:
+    def outputs(self, outputs: Sequence[Recordable], *,
+                context: ContextKey | Mapping[str, Any]) -> None:
         """The card path's ``output`` records, one per output of one input, written together
         (one write; one fsync each under ``every``), each anchor right after the record that
         calls for it."""
         if not outputs:
             return
         writer = self._writer
-        table = context["table"]
-        if table is not None:
-            self._table = table
+        key = _key_of(context)
+        if key[0] is not None:
+            self._table = key[0]
         flush = writer.durability is not Durability.NONE
         if self._anchors is None:
-            writer.append_card([("output", self._output_bytes(o), context, None)
+            writer.append_card([("output", self._output_bytes(o), key, None)
                                 for o in outputs], flush=flush)
             return
         for output in outputs:
             record = output.to_record()
-            writer.append_card((("output", _encoded(output), context, None),))
+            writer.append_card((("output", _encoded(output), key, None),))
             reason = self._anchor_reason(record)
             if reason is not None:
                 self.anchor(reason)  # its head is this record (anchor() flushes)
