@@ -20,6 +20,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,8 @@ RENEW_BEFORE = 0.05
 #: how often a floor takes in the tables and alerts other floor processes committed (its
 #: pages serve every table, whichever floor consumed its records)
 SYNC_EVERY = 1.0
-#: the most records parked (delivered before the one they follow, kept unacknowledged
-#: until it comes): well under the consumer's max_ack_pending (20,000)
+#: the most records a floor parks (delivered before the one they follow, kept
+#: unacknowledged until it comes): a bound on its memory and on the keep-alive traffic
 PARK_MAX = 5 * BATCH
 #: how often parked records look for what another floor process committed, no record coming
 PARKED_POLL = 0.02
@@ -110,6 +111,8 @@ class NatsConsumer:
         #: was last kept alive (:meth:`_park`)
         self._parked: dict[tuple[str, str], dict[int, tuple[Any, float]]] = {}
         self._stalled: set[str] = set()  # tables whose parked records wait for a lost one
+        #: when each record in ``_ready`` was delivered (by id): its ack wait runs from then
+        self._delivered: dict[int, float] = {}
         self._asked = 0  # records asked of the consumer and not delivered yet
         self._asked_until = 0.0  # when the requests out expire (monotonic)
         self._arrived = asyncio.Event()  # set by each record delivered
@@ -192,6 +195,7 @@ class NatsConsumer:
                 with contextlib.suppress(Exception):
                     await msg.nak()
             self._ready.clear()
+            self._delivered.clear()
             with contextlib.suppress(Exception):
                 await nc.close()
 
@@ -265,6 +269,7 @@ class NatsConsumer:
         if self._asked:
             self._asked -= 1
         self._ready.append(msg)
+        self._delivered[id(msg)] = time.monotonic()
         self._arrived.set()
 
     async def _take(self, msgs: list[Any]) -> None:
@@ -289,6 +294,11 @@ class NatsConsumer:
         by_file: dict[tuple[str, str], list[tuple[int, Any]]] = {}
         done: set[int] = set()  # id() of the messages answered (or parked again)
         answer = list(msgs)  # what the finally below sends back when not answered
+        delivered = self._delivered
+        now = time.monotonic()
+        # when each was delivered (its ack wait runs from then): kept with it if parked
+        touched = {id(m): delivered.pop(id(m), now) for m in msgs}
+        went_in = False  # a parked record went in (then the others may follow it)
         try:
             # in stream order: a batch may hold a killed floor's records, delivered again
             # after the ack wait, behind the records that follow them; taken as delivered,
@@ -315,7 +325,9 @@ class NatsConsumer:
                     run = by_file[(table, file)] = []
                     runs.append(((table, file), run))
                 run.append((seq, msg))
-            touched = self._unpark(runs, by_file, answer)
+            before = set(touched)
+            touched.update(self._unpark(runs, by_file, answer))
+            unparked = touched.keys() - before
             shared = self.floor.store.shared
             while runs:
                 # (file, to ack, (seq, message) to park)
@@ -334,8 +346,9 @@ class NatsConsumer:
                     for msg in take:
                         await msg.ack()
                         done.add(id(msg))
+                        went_in = went_in or id(msg) in unparked
                     if held:
-                        self._park(key, held, touched)
+                        self._park(key, held, touched, unparked)
                         done.update(id(msg) for _, msg in held)
                 runs = waiting
                 if runs and not await self._await_progress(runs[0][0][0]):
@@ -349,6 +362,9 @@ class NatsConsumer:
                         await m.nak()
         self._stalled.intersection_update(key[0] for key in self._parked)
         await self._spill_parked()
+        if went_in and self._parked:  # (a file parked behind one that has just gone in)
+            await self._take([])
+            return
         await self._publish_checkpoints()
 
     def _unpark(self, runs: list[tuple[tuple[str, str], list[tuple[int, Any]]]],
@@ -375,18 +391,18 @@ class NatsConsumer:
         return touched
 
     def _park(self, key: tuple[str, str], held: list[tuple[int, Any]],
-              touched: dict[int, float]) -> None:
+              touched: dict[int, float], unparked: Collection[int]) -> None:
         """Keep records that came before the one they follow, unacknowledged, until it is
         in. (Sent back to the stream with a delay, as before, the records of one file came
         back in pieces, each in another batch, and a floor restarted after a kill took
-        25–55 s to take in a 2,000-record backlog; parked: 1–3 s.)"""
-        now = time.monotonic()
+        25–55 s to take in a 2,000-record backlog; parked: 1–4 s.) ``touched``: when each
+        was delivered, or last kept alive (:meth:`_keep_parked`); ``unparked``: those that
+        were parked already."""
         slot = self._parked.setdefault(key, {})
         for seq, msg in held:
-            kept = touched.get(id(msg))
-            if kept is None:  # (parked for the first time)
+            if id(msg) not in unparked:  # (parked for the first time)
                 self.held += 1
-            slot[seq] = (msg, now if kept is None else kept)
+            slot[seq] = (msg, touched[id(msg)])
 
     @property
     def parked(self) -> int:
@@ -395,8 +411,10 @@ class NatsConsumer:
 
     async def _spill_parked(self) -> None:
         """Beyond :data:`PARK_MAX` parked records, the latest of the fullest file go back to
-        the stream (after ``HOLD_BACK``): the consumer stops delivering at its
-        ``max_ack_pending``, and the records awaited must still come."""
+        the stream (after ``HOLD_BACK``), a bound on the floor's memory and keep-alive
+        traffic. (They stay pending on the server either way: at the consumer's
+        ``max_ack_pending`` it delivers nothing new, but a record whose ack wait ran out —
+        the one awaited — is still delivered again.)"""
         excess = self.parked - PARK_MAX
         while excess > 0:
             key = max(self._parked, key=lambda k: len(self._parked[k]))
@@ -417,8 +435,10 @@ class NatsConsumer:
         for slot in self._parked.values():
             for seq, (msg, kept) in list(slot.items()):
                 if now - kept >= ACK_WAIT / 2:
-                    with contextlib.suppress(Exception):
+                    try:
                         await msg.in_progress()
+                    except Exception:  # (the connection is down: tried again next turn)
+                        continue
                     slot[seq] = (msg, now)
 
     async def _retry_parked(self) -> None:
@@ -441,6 +461,7 @@ class NatsConsumer:
         """Wait, up to ``WAIT_FOR_PREDECESSOR``, for another floor process to commit more of
         ``table``; True when it did."""
         deadline = time.monotonic() + WAIT_FOR_PREDECESSOR
+        await self._keep_parked()  # (a batch may wait on several tables in turn)
         while time.monotonic() < deadline and not self._stop.is_set():
             await asyncio.sleep(0.01)
             if self.floor.catch_up(table):
@@ -471,6 +492,8 @@ class NatsConsumer:
         if (pos is None or msgs[0][0] != pos.seq + 1) and floor.catch_up(table):
             pos, heads = where()
         head = pos.seq if pos is not None else 0
+        if pos is None and msgs:  # a file not begun: its first record says where it starts
+            head = self._starts_after(msgs[0][1].data, head)
         broken = pos is not None and pos.broken is not None
         offset = pos.offset if pos is not None else 0
         lines: list[bytes] = []
@@ -516,6 +539,24 @@ class NatsConsumer:
             outbox.pop(0)
             self.witnessed += 1
 
+
+    @staticmethod
+    def _starts_after(data: bytes, default: int) -> int:
+        """The seq a file's first record follows: the one its ``chain.continues`` names (a
+        file that continues another, a day's next file: its seqs go on from there), 0 for
+        a chain's first file. ``default`` for a record with no ``chain`` (not a file's first:
+        that one is still to come). A file that continued another had waited here for ever
+        — its first record, seq 11, read as coming before seq 1 (28 Nov 2026)."""
+        try:
+            record = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return default  # the chain check will say what is wrong with it
+        chain = record.get("chain") if isinstance(record, dict) else None
+        if not isinstance(chain, dict):
+            return default
+        cont = chain.get("continues")
+        seq = cont.get("seq") if isinstance(cont, dict) else 0
+        return seq if type(seq) is int and seq >= 0 else default
 
     @staticmethod
     def _continues(data: bytes, heads: dict[str, int]) -> bool:

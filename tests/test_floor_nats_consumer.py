@@ -4,6 +4,7 @@ tries again, and then takes every record."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ class _Msg:
     (the stream sequence) and the answers it sends."""
 
     def __init__(self, table: str, file: str, line: bytes, stream_seq: int) -> None:
-        seq = int(line.split(b'"seq":', 1)[1].split(b",", 1)[0].rstrip(b"}"))
+        seq = json.loads(line)["seq"]  # (a file's first record names another seq first)
         self.headers = {"Nats-Msg-Id": f"{table}:{file}:{seq}"}
         self.data = line.rstrip(b"\n")
         self.subject = f"shoewarden.audit.{table}"
@@ -233,3 +234,74 @@ def test_a_shared_floor_waits_once_for_a_lost_predecessor_then_parks_the_tables_
 
     asyncio.run(day())
     assert {m.answer for m in msgs[:20]} == {"ack"}
+
+
+def _two_days(root: Path) -> list[_Msg]:
+    """RU-03's log over two days (10 records, then 5 in the next day's file, which continues
+    the first: its seqs go on from 11), as the stream delivers them."""
+    import datetime as dt
+
+    from controller.audit.files import open_table_log
+
+    for date, records in ((dt.date(2026, 11, 20), 10), (dt.date(2026, 11, 21), 5)):
+        with open_table_log(root, "RU-03", date, clock=lambda d=date: dt.datetime.combine(
+                d, dt.time(10), tzinfo=dt.UTC)) as log:
+            for i in range(records):
+                log.write("note", {"table": "RU-03", "state": "closed", "shoe": 1, "round": i},
+                          text=f"step {i}")
+    files = sorted((root / "RU-03").glob("*.jsonl"))
+    lines = [(path.name, line) for path in files for line in path.read_bytes().splitlines(True)]
+    return [_Msg("RU-03", name, line, n) for n, (name, line) in enumerate(lines, 1)]
+
+
+def test_a_days_next_file_is_taken_in_from_the_stream(tmp_path: Path) -> None:
+    """A table's log goes on in the next day's file, its first record naming the seq it
+    continues (seq 11 after 10). The consumer read a file it had not begun as starting at
+    seq 1: the next file's records were held back for ever (nak'ed, later parked) — a
+    table open two days reached the floor over NATS only for the first."""
+    import asyncio
+
+    from tests.floor_helpers import sqlite_store
+
+    msgs = _two_days(tmp_path / "logs")
+    floor_ = Floor([], sqlite_store(tmp_path), audit_dir=tmp_path / "floorlog",
+                   files_on_disk=False)
+    consumer = NatsConsumer(floor_, Connection(["nats://127.0.0.1:1"]))
+    asyncio.run(consumer._take(msgs[:12]))
+    asyncio.run(consumer._take(msgs[12:]))
+    assert [m.answer for m in msgs] == ["ack"] * 15 and consumer.parked == 0
+    assert sorted((p.file[-16:], p.seq) for p in floor_.store.positions()) == [
+        ("2026-11-20.jsonl", 10), ("2026-11-21.jsonl", 15)]
+    assert not [a for a in floor_.alerts.values() if a.code == "CHAIN_BREAK"]
+
+
+def test_a_file_parked_behind_the_one_it_continues_goes_in_when_that_one_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two floors on one database: this one has parked the end of a day's file (its
+    beginning went to the other floor, killed or slow) and then gets the next day's file,
+    which continues it. In the pass that takes the next file in, the first goes in too —
+    the other floor has committed its beginning — after the next was looked at: the next
+    goes in in the same batch, not when some later record happens to come."""
+    import asyncio
+
+    from tests.floor_helpers import sqlite_store
+
+    msgs = _two_days(tmp_path / "logs")
+    monkeypatch.setattr(floor.consume, "WAIT_FOR_PREDECESSOR", 0.01)
+    floors = [Floor([], sqlite_store(tmp_path), audit_dir=tmp_path / f"floor{i}",
+                    files_on_disk=False) for i in range(2)]
+    for f in floors:
+        monkeypatch.setattr(f.store, "shared", True)
+    mine, other = (NatsConsumer(f, Connection(["nats://127.0.0.1:1"])) for f in floors)
+
+    async def day() -> None:
+        await mine._take(msgs[5:10])  # the first file's end: its beginning is elsewhere
+        assert mine.parked == 5
+        await other._take(msgs[:5])  # the other floor commits the beginning
+        await mine._take(msgs[10:])  # the next file: parked, then in once the first is
+        assert mine.parked == 0 and mine.received == 10
+
+    asyncio.run(day())
+    assert {m.answer for m in msgs} == {"ack"}
+    assert floors[0].store.stats()["records"] == 15
+    assert not [a for f in floors for a in f.alerts.values() if a.code == "CHAIN_BREAK"]
