@@ -70,6 +70,10 @@ PARKED_POLL = 0.02
 WAIT_FOR_PREDECESSOR = 1.0
 
 
+#: a broken file's head as the file that continues it sees it: past any seq it names
+BROKEN_HEAD = 1 << 62
+
+
 def stream_sequence(msg: Any) -> int:
     """A message's place in the stream (0 for one without JetStream metadata), read from
     its reply subject as nats-py's ``Msg.metadata`` reads it (``nats/aio/msg.py``), without
@@ -483,7 +487,10 @@ class NatsConsumer:
             with floor.lock:
                 watch = floor.tables.get(table)
                 pos = watch.files.get(file) if watch is not None else None
-                heads = {f: p.seq for f, p in watch.files.items()} if watch is not None else {}
+                # (a broken file's head stays where it broke: the file that continues it
+                # goes in as the file floor takes it, the chain check judging the link)
+                heads = {f: p.seq if p.broken is None else BROKEN_HEAD
+                         for f, p in watch.files.items()} if watch is not None else {}
             return pos, heads
 
         pos, heads = where()

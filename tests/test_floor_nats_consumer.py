@@ -305,3 +305,36 @@ def test_a_file_parked_behind_the_one_it_continues_goes_in_when_that_one_does(
     assert {m.answer for m in msgs} == {"ack"}
     assert floors[0].store.stats()["records"] == 15
     assert not [a for f in floors for a in f.alerts.values() if a.code == "CHAIN_BREAK"]
+
+
+def test_a_file_that_continues_a_broken_one_goes_in_as_the_file_floor_takes_it(
+        tmp_path: Path) -> None:
+    """A day's file whose chain breaks (a record edited): the next day's file, which
+    continues it, waited for the broken file's head to reach the seq it names — for ever,
+    its records held back (nak'ed, later parked) until the consumer stopped getting new
+    records at all. It goes in now, and the floor says what the file floor says of the
+    same files."""
+    import asyncio
+
+    from tests.floor_helpers import drain, open_floor, sqlite_store
+
+    root = tmp_path / "logs"
+    msgs = _two_days(root)
+    first = sorted((root / "RU-03").glob("*.jsonl"))[0]
+    lines = first.read_bytes().splitlines(True)
+    lines[4] = lines[4].replace(b"step 4", b"step 9")  # edited, its hash not
+    first.write_bytes(b"".join(lines))
+    msgs[4].data = lines[4].rstrip(b"\n")
+    files = open_floor([root], tmp_path / "file-floor")
+    drain(files)
+    floor_ = Floor([], sqlite_store(tmp_path), audit_dir=tmp_path / "floorlog",
+                   files_on_disk=False)
+    consumer = NatsConsumer(floor_, Connection(["nats://127.0.0.1:1"]))
+    asyncio.run(consumer._take(msgs))
+    assert consumer.parked == 0 and {m.answer for m in msgs} == {"ack"}
+
+    def alerts(f: Floor) -> list[tuple[str, str, int]]:
+        return sorted((a.code, a.file[-16:], a.seq) for a in f.alerts.values())
+
+    assert alerts(floor_) == alerts(files)
+    assert ("CHAIN_BREAK", "2026-11-20.jsonl", 5) in alerts(floor_)
