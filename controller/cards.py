@@ -38,12 +38,15 @@ class Card:
     rank: str
     suit: str
     deck_index: int = field(init=False, repr=False, compare=False, hash=False)
+    #: :attr:`pip`, worked out once (0: a rank outside the notation, whose ``pip`` raises)
+    _pip: int = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         r, s = RANKS.find(self.rank), SUITS.find(self.suit)
         object.__setattr__(self, "deck_index",
                            13 * s + r if r >= 0 and s >= 0 and len(self.rank) == 1
                            and len(self.suit) == 1 else -1)
+        object.__setattr__(self, "_pip", 10 if self.rank in "TJQK" else r + 1)
 
     def __str__(self) -> str:
         return self.rank + self.suit
@@ -54,8 +57,9 @@ class Card:
 
     @property
     def pip(self) -> int:
-        """A=1, 2–9 face value, T/J/Q/K=10 (the common base of every value table)."""
-        return 10 if self.is_ten_or_face else RANKS.index(self.rank) + 1
+        """A=1, 2–9 face value, T/J/Q/K=10 (the common base of every value table). Read
+        several times a card by the referees: worked out when the card is made."""
+        return self._pip or RANKS.index(self.rank) + 1  # (0: not a rank: raises, as ever)
 
 
 _PARSED: dict[str, Card] = {}  # token -> card: a shoe reads the same 52 tokens all day
@@ -107,7 +111,7 @@ def composition(cards: Iterable[Card]) -> Counter[Card]:
 
 def baccarat_value(card: Card) -> int:
     """Baccarat / chemin de fer: A=1, 2–9 face value, T/J/Q/K=0 (001 BP §10)."""
-    return 0 if card.is_ten_or_face else card.pip
+    return card.pip % 10
 
 
 def blackjack_value(card: Card) -> int:
