@@ -14,8 +14,7 @@ again in a dispute (002 §2 3.6). Game referees extend it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from controller.deviations import Deviation, DeviationCode
 from controller.events import BetsClosed, CardDrawn
@@ -31,8 +30,10 @@ class DeviationFactory(Protocol):
     def __call__(self, code: DeviationCode, message: str, **evidence: Any) -> Deviation: ...
 
 
-@dataclass(frozen=True, slots=True)
-class DealtCard:
+class DealtCard(NamedTuple):
+    """One card of a round as the referee laid it (a named tuple: one is made for every
+    card dealt, at a third of a frozen dataclass's cost)."""
+
     card: str
     to: str  # "round" for the base ledger; hand names in game referees
     why: str  # "deal", "exposed", "burn", ...

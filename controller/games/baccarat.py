@@ -195,9 +195,9 @@ class BaccaratReferee(CardLedger):
     def card(self, event: CardDrawn) -> list[Output]:
         out: list[Output] = []
         card = str(event.card)
-        handling = self.profile.exposed_card
-        first = not self.cards
         if event.exposed:
+            handling = self.profile.exposed_card
+            first = not self.cards
             side_hint = "burn" if handling.handling == "burn" else None
             out.append(self.make(
                 "EXPOSED_CARD",
@@ -220,8 +220,9 @@ class BaccaratReferee(CardLedger):
             self.cards.append(DealtCard(card, event.to or "round", why))
             return out
         side, why, problem = self._place(event)
-        out.extend(self.pending)
-        self.pending = []
+        if self.pending:
+            out.extend(self.pending)
+            self.pending = []
         self.hands[side].append(baccarat_value(event.card))
         self.hand_cards[side].append(card)
         self.cards.append(DealtCard(card, side, "exposed" if event.exposed else why))
@@ -231,7 +232,8 @@ class BaccaratReferee(CardLedger):
                 out.append(self._out_of_order(card, side))
         elif problem is not None:
             out.append(self._flag(side, problem, card=card))
-        out.extend(self._option_drawn(side))
+        if self.tableau == "chemin-de-fer":  # (an option is chemin de fer's alone)
+            out.extend(self._option_drawn(side))
         return out
 
     def action(self, action: str) -> list[Output]:
@@ -321,8 +323,8 @@ class BaccaratReferee(CardLedger):
         """(side, why, problem) for the next card; problem names a DRAW_RULE ("order": a
         DEAL_ORDER, the card laid where ``to`` says), or None."""
         p, b = self.hands[PUNTO], self.hands[BANCO]
-        hint = _SIDE_NAMES.get((event.to or "").strip().lower())
-        if not self._dealt_four():
+        hint = None if event.to is None else _SIDE_NAMES.get(event.to.strip().lower())
+        if len(p) < 2 or len(b) < 2:  # (the deal of four: most cards)
             side = PUNTO if len(p) <= len(b) else BANCO
             if hint is not None and hint != side and len(self.hands[hint]) < 2:
                 # laid where it went; out of order only where the game has an order to
