@@ -70,6 +70,9 @@ PARKED_POLL = 0.02
 WAIT_FOR_PREDECESSOR = 1.0
 
 
+#: how long a file's first record waits for the file it continues when this floor has not
+#: seen that one (another floor's batch, a killed floor's records back after the ack wait)
+ORPHAN_WAIT = 3 * ACK_WAIT
 #: a broken file's head as the file that continues it sees it: past any seq it names
 BROKEN_HEAD = 1 << 62
 
@@ -115,6 +118,8 @@ class NatsConsumer:
         #: was last kept alive (:meth:`_park`)
         self._parked: dict[tuple[str, str], dict[int, tuple[Any, float]]] = {}
         self._stalled: set[str] = set()  # tables whose parked records wait for a lost one
+        #: files whose first record waits for a file this floor has not seen: since when
+        self._orphans: dict[tuple[str, str], float] = {}
         #: when each record in ``_ready`` was delivered (by id): its ack wait runs from then
         self._delivered: dict[int, float] = {}
         self._asked = 0  # records asked of the consumer and not delivered yet
@@ -446,9 +451,16 @@ class NatsConsumer:
                     slot[seq] = (msg, now)
 
     async def _retry_parked(self) -> None:
-        """No record came: with a database shared by several floor processes, parked
-        records whose predecessor another floor has committed since go in now."""
-        if not self._parked or not self.floor.store.shared:
+        """No record came: parked records whose predecessor another floor has committed
+        since (a database shared by several floor processes), or a file that has waited
+        :data:`ORPHAN_WAIT` for the one it continues, go in now."""
+        if not self._parked:
+            return
+        now = time.monotonic()
+        if any(now - since >= ORPHAN_WAIT for since in self._orphans.values()):
+            await self._take([])  # (a file waited long enough for the one it continues)
+            return
+        if not self.floor.store.shared:
             return
         if any(self.floor.catch_up(table) for table in {key[0] for key in self._parked}):
             await self._take([])
@@ -517,7 +529,7 @@ class NatsConsumer:
                 self.duplicates += 1
                 take.append(msg)
                 continue
-            if pos is None and not lines and not self._continues(msg.data, heads):
+            if pos is None and not lines and not self._continues(key, msg.data, heads):
                 held.append((seq, msg))  # the file before it is not all in yet
                 continue
             lines.append(msg.data + b"\n")
@@ -565,16 +577,27 @@ class NatsConsumer:
         seq = cont.get("seq") if isinstance(cont, dict) else 0
         return seq if type(seq) is int and seq >= 0 else default
 
-    @staticmethod
-    def _continues(data: bytes, heads: dict[str, int]) -> bool:
+    def _continues(self, key: tuple[str, str], data: bytes, heads: dict[str, int]) -> bool:
         """A file's first record may go in once the file it continues is in up to the seq
-        it names (a file the floor never saw of this table: as it says, the chain check
-        judges it)."""
+        it names. A file this floor has not seen of the table (none of its records taken
+        here nor committed by another floor) is waited for, up to :data:`ORPHAN_WAIT`: it
+        is most often in another floor's batch or coming back after a killed floor's ack
+        wait (taken at once, the next day went in first, and the day before then raised
+        critical CHAIN_BREAKs on a healthy table when it was committed: a review with two
+        floors, 28 Nov 2026). After that the chain check judges the file as it says."""
         try:
             chain = orjson.loads(data).get("chain")
         except orjson.JSONDecodeError:
             return True  # the chain check will say what is wrong with it
         cont = chain.get("continues") if isinstance(chain, dict) else None
-        if not isinstance(cont, dict) or cont.get("file") not in heads:
+        if not isinstance(cont, dict):
             return True
-        return heads[str(cont["file"])] >= int(cont.get("seq") or 0)
+        if cont.get("file") in heads:
+            self._orphans.pop(key, None)
+            return heads[str(cont["file"])] >= int(cont.get("seq") or 0)
+        now = time.monotonic()
+        since = self._orphans.setdefault(key, now)
+        if now - since < ORPHAN_WAIT:
+            return False
+        del self._orphans[key]
+        return True

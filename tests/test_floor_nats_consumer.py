@@ -338,3 +338,45 @@ def test_a_file_that_continues_a_broken_one_goes_in_as_the_file_floor_takes_it(
 
     assert alerts(floor_) == alerts(files)
     assert ("CHAIN_BREAK", "2026-11-20.jsonl", 5) in alerts(floor_)
+
+
+def test_a_next_day_waits_for_the_day_it_continues_in_another_floors_hands(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two floors on one database: one gets a table's first day, the other its next day
+    first (the first floor's commit is not in yet). Taken at once, the next day went in
+    as the table's chain, and the first day, committed after it, was two critical
+    CHAIN_BREAKs on a healthy table (a review). The next day waits for the day it
+    continues and goes in once the other floor has committed it; and a day whose
+    predecessor never comes goes in after ORPHAN_WAIT, judged by the chain check."""
+    import asyncio
+
+    from tests.floor_helpers import sqlite_store
+
+    msgs = _two_days(tmp_path / "logs")
+    monkeypatch.setattr(floor.consume, "WAIT_FOR_PREDECESSOR", 0.01)
+    floors = [Floor([], sqlite_store(tmp_path), audit_dir=tmp_path / f"floor{i}",
+                    files_on_disk=False) for i in range(2)]
+    for f in floors:
+        monkeypatch.setattr(f.store, "shared", True)
+    mine, other = (NatsConsumer(f, Connection(["nats://127.0.0.1:1"])) for f in floors)
+
+    async def day() -> None:
+        await mine._take(msgs[10:])  # the next day, before the first is committed
+        assert mine.parked == 5 and mine.received == 0
+        await other._take(msgs[:10])
+        await mine._retry_parked()  # (what the consumer's loop does while none comes)
+        assert mine.parked == 0 and mine.received == 5
+
+    asyncio.run(day())
+    assert {m.answer for m in msgs} == {"ack"}
+    assert not [a for f in floors for a in f.alerts.values()]
+
+    alone = Floor([], sqlite_store(tmp_path / "alone"), audit_dir=tmp_path / "floor3",
+                  files_on_disk=False)
+    lone = NatsConsumer(alone, Connection(["nats://127.0.0.1:1"]))
+    again = _two_days(tmp_path / "again")[10:]  # the day before it never comes
+    asyncio.run(lone._take(again))
+    assert lone.parked == 5
+    monkeypatch.setattr(floor.consume, "ORPHAN_WAIT", 0)
+    asyncio.run(lone._retry_parked())
+    assert lone.parked == 0 and lone.received == 5 and {m.answer for m in again} == {"ack"}
