@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.audit.files import parse_log_name
 from controller.audit.witness import Checkpoint
 from floor.alerts import Alert, AlertDraft
 
@@ -79,6 +80,20 @@ class RunCommit:
     rows: list[tuple[int, str, bytes]]  # (seq, hash, the record's line without its newline)
     drafts: list[AlertDraft]
     checkpoints: Sequence[Checkpoint] = ()
+
+
+def live_file_key(file: str) -> str:
+    """A log file's place in its table's chain as text that sorts as the files do (date,
+    then part; a name that is no log name first)."""
+    parsed = parse_log_name(file)
+    return f"{parsed.date.isoformat()}.{parsed.part:06d}" if parsed else "0000"
+
+
+#: a table's live state is replaced by a later file's, or the same file's at a later seq
+#: (a NULL key: a row written before the key was kept)
+LIVE_NEWER = ("(table_state.file_key IS NULL OR table_state.file_key < excluded.file_key "
+              "OR (table_state.file_key = excluded.file_key "
+              "AND table_state.seq <= excluded.seq))")
 
 
 @dataclass(frozen=True)
@@ -251,11 +266,11 @@ class SqlIndex(ABC):
         for any floor process to serve; written just after the runs' commit."""
         with self.lock, self._transaction():
             self._run(self.q(
-                "INSERT INTO table_state (table_id, file, seq, ts, summary) VALUES (?, ?, ?, "
-                "?, ?) ON CONFLICT (table_id) DO UPDATE SET file = excluded.file, "
-                "seq = excluded.seq, ts = excluded.ts, summary = excluded.summary "
-                "WHERE table_state.seq <= excluded.seq OR table_state.file <> excluded.file"),
-                (table, file, seq, ts, summary.decode()))
+                "INSERT INTO table_state (table_id, file, seq, ts, summary, file_key) VALUES "
+                "(?, ?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET file = excluded.file, "
+                "seq = excluded.seq, ts = excluded.ts, summary = excluded.summary, "
+                f"file_key = excluded.file_key WHERE {LIVE_NEWER}"),
+                (table, file, seq, ts, summary.decode(), live_file_key(file)))
             for r in rounds:
                 self._run(self.q(
                     "INSERT INTO rounds (table_id, file, shoe, round, start_seq, end_seq, ts, "
@@ -551,18 +566,18 @@ class PostgresStore(SqlIndex):
         """One statement, one round trip (the rounds as arrays), on the main connection."""
         with self.lock:
             self.db.execute(
-                b"WITH state AS (INSERT INTO table_state (table_id, file, seq, ts, summary) "
-                b"VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT (table_id) DO UPDATE SET "
-                b"file = excluded.file, seq = excluded.seq, ts = excluded.ts, "
-                b"summary = excluded.summary WHERE table_state.seq <= excluded.seq "
-                b"OR table_state.file <> excluded.file) "
+                b"WITH state AS (INSERT INTO table_state (table_id, file, seq, ts, summary, "
+                b"file_key) VALUES (%s, %s, %s, %s, %s::jsonb, %s) ON CONFLICT (table_id) DO "
+                b"UPDATE SET file = excluded.file, seq = excluded.seq, ts = excluded.ts, "
+                b"summary = excluded.summary, file_key = excluded.file_key WHERE "
+                + LIVE_NEWER.encode() + b") "
                 b"INSERT INTO rounds (table_id, file, shoe, round, start_seq, end_seq, ts, "
                 b"result) SELECT %s, %s, sh, r, a, b, t, x FROM unnest(%s::int[], %s::int[], "
                 b"%s::bigint[], %s::bigint[], %s::text[], %s::text[]) AS u(sh, r, a, b, t, x) "
                 b"ON CONFLICT (table_id, file, shoe, round) DO UPDATE SET "
                 b"end_seq = coalesce(excluded.end_seq, rounds.end_seq), "
                 b"result = coalesce(excluded.result, rounds.result)",
-                (table, file, seq, ts, summary.decode(), table, file,
+                (table, file, seq, ts, summary.decode(), live_file_key(file), table, file,
                  *([list(col) for col in zip(*rounds, strict=True)] if rounds
                    else [[]] * 6)))
 

@@ -165,3 +165,31 @@ def test_the_live_state_of_several_tables_is_saved_at_once_as_each_alone(
     assert store.rounds_of("PB-02") == [("PB-02-2026-11-22.jsonl", 1, 1, 2, 9, "Banco 7"),
                                         ("PB-02-2026-11-22.jsonl", 1, 2, 10, None, None)]
     store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_tables_live_state_never_goes_back_to_an_earlier_file(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Two floors save a table's live state after their commits, in any order. The state
+    was kept when the seq was not lower *or the file differed*: a floor's late save of a
+    commit that spanned two days (the first day's row, then the second's at seq 20) put
+    back another floor's (day 2, seq 36) — a review. Files are ordered by date and part:
+    an earlier file never replaces a later one; a later one does, a new chain's seq 1
+    too."""
+    url = (f"sqlite:///{tmp_path / 'f.sqlite'}" if backend == "sqlite"
+           else request.getfixturevalue("pg_server").new_database())
+    store = open_store(url)
+    day1, day2, part2 = ("RU-03-2026-11-20.jsonl", "RU-03-2026-11-21.jsonl",
+                         "RU-03-2026-11-21.2.jsonl")
+
+    def save(file: str, seq: int) -> list[tuple[str, int]]:
+        store.save_lives([("RU-03", file, seq, None, b'{"table":"RU-03"}', [])])
+        return [(f, s) for _, f, s, _ in store.live_state()]
+
+    assert save(day2, 36) == [(day2, 36)]
+    assert save(day1, 20) == [(day2, 36)]  # the late save of a commit over two days
+    assert save(day2, 20) == [(day2, 36)]
+    assert save(day2, 40) == [(day2, 40)]
+    assert save(part2, 1) == [(part2, 1)]  # the same day's second file: a new chain
+    assert save(day2, 41) == [(part2, 1)]
+    store.close()
