@@ -275,6 +275,21 @@ def test_a_days_next_file_is_taken_in_from_the_stream(tmp_path: Path) -> None:
     assert not [a for a in floor_.alerts.values() if a.code == "CHAIN_BREAK"]
 
 
+def _two_floors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                ) -> tuple[list[Floor], NatsConsumer, NatsConsumer]:
+    """Two floors on one database (as on PostgreSQL: ``shared``), each with its consumer;
+    a gap waited on for 10 ms."""
+    from tests.floor_helpers import sqlite_store
+
+    monkeypatch.setattr(floor.consume, "WAIT_FOR_PREDECESSOR", 0.01)
+    floors = [Floor([], sqlite_store(tmp_path), audit_dir=tmp_path / f"floor{i}",
+                    files_on_disk=False) for i in range(2)]
+    for f in floors:
+        monkeypatch.setattr(f.store, "shared", True)
+    mine, other = (NatsConsumer(f, Connection(["nats://127.0.0.1:1"])) for f in floors)
+    return floors, mine, other
+
+
 def test_a_file_parked_behind_the_one_it_continues_goes_in_when_that_one_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two floors on one database: this one has parked the end of a day's file (its
@@ -284,15 +299,9 @@ def test_a_file_parked_behind_the_one_it_continues_goes_in_when_that_one_does(
     goes in in the same batch, not when some later record happens to come."""
     import asyncio
 
-    from tests.floor_helpers import sqlite_store
 
     msgs = _two_days(tmp_path / "logs")
-    monkeypatch.setattr(floor.consume, "WAIT_FOR_PREDECESSOR", 0.01)
-    floors = [Floor([], sqlite_store(tmp_path), audit_dir=tmp_path / f"floor{i}",
-                    files_on_disk=False) for i in range(2)]
-    for f in floors:
-        monkeypatch.setattr(f.store, "shared", True)
-    mine, other = (NatsConsumer(f, Connection(["nats://127.0.0.1:1"])) for f in floors)
+    floors, mine, other = _two_floors(tmp_path, monkeypatch)
 
     async def day() -> None:
         await mine._take(msgs[5:10])  # the first file's end: its beginning is elsewhere
@@ -353,12 +362,7 @@ def test_a_next_day_waits_for_the_day_it_continues_in_another_floors_hands(
     from tests.floor_helpers import sqlite_store
 
     msgs = _two_days(tmp_path / "logs")
-    monkeypatch.setattr(floor.consume, "WAIT_FOR_PREDECESSOR", 0.01)
-    floors = [Floor([], sqlite_store(tmp_path), audit_dir=tmp_path / f"floor{i}",
-                    files_on_disk=False) for i in range(2)]
-    for f in floors:
-        monkeypatch.setattr(f.store, "shared", True)
-    mine, other = (NatsConsumer(f, Connection(["nats://127.0.0.1:1"])) for f in floors)
+    floors, mine, other = _two_floors(tmp_path, monkeypatch)
 
     async def day() -> None:
         await mine._take(msgs[10:])  # the next day, before the first is committed
