@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from controller.audit.files import parse_log_name
+from controller.audit.verify import chain_start_of
 from floor.core import Floor
 from floor.follow import Chunk, LogFile
 from floor.forward import (
@@ -457,7 +458,8 @@ class NatsConsumer:
         if not self._parked:
             return
         now = time.monotonic()
-        if any(now - since >= ORPHAN_WAIT for since in self._orphans.values()):
+        if any(now - since >= ORPHAN_WAIT for key, since in self._orphans.items()
+               if key in self._parked):
             await self._take([])  # (a file waited long enough for the one it continues)
             return
         if not self.floor.store.shared:
@@ -563,19 +565,15 @@ class NatsConsumer:
     def _starts_after(data: bytes, default: int) -> int:
         """The seq a file's first record follows: the one its ``chain.continues`` names (a
         file that continues another, a day's next file: its seqs go on from there), 0 for
-        a chain's first file. ``default`` for a record with no ``chain`` (not a file's first:
-        that one is still to come). A file that continued another had waited here for ever
-        — its first record, seq 11, read as coming before seq 1 (28 Nov 2026)."""
+        a chain's first file (as ``audit verify`` reads it, :func:`chain_start_of`).
+        ``default`` for a record with no ``chain`` (not a file's first: that one is still
+        to come). A file that continued another had waited here for ever — its first
+        record, seq 11, read as coming before seq 1 (28 Nov 2026)."""
         try:
-            record = orjson.loads(data)
+            chain, start = chain_start_of(orjson.loads(data))
         except orjson.JSONDecodeError:
             return default  # the chain check will say what is wrong with it
-        chain = record.get("chain") if isinstance(record, dict) else None
-        if not isinstance(chain, dict):
-            return default
-        cont = chain.get("continues")
-        seq = cont.get("seq") if isinstance(cont, dict) else 0
-        return seq if type(seq) is int and seq >= 0 else default
+        return default if chain is None else start.seq
 
     def _continues(self, key: tuple[str, str], data: bytes, heads: dict[str, int]) -> bool:
         """A file's first record may go in once the file it continues is in up to the seq

@@ -199,7 +199,7 @@ def _verify_parallel(name: str, key: bytes | None, want: Collection[int], size: 
     pieces = min(os.cpu_count() or 1, 8)
     with open(name, "rb") as f:
         first = _peek_record(f.readline())
-        chain, _ = _chain_start_of(first)
+        chain, _ = chain_start_of(first)
         cuts: list[tuple[int, ChainStart | None]] = [(0, None)]
         for i in range(1, pieces):
             f.seek(size * i // pieces)
@@ -271,7 +271,7 @@ def verify_tail(
         return verify_file(name, key=key, end=end)
     with open(name, "rb") as f:
         first = _peek_record(f.readline())
-        chain, _ = _chain_start_of(first)
+        chain, _ = chain_start_of(first)
         if not isinstance(first, dict) or (
                 key is not None and declared_key_id(first) not in (None, key_id(key))):
             return verify_file(name, key=key, end=end)  # fails on line 1, as it should
@@ -306,7 +306,7 @@ def _count_lines(name: str, end: int) -> int:
     return n
 
 
-def _chain_start_of(record: Any) -> tuple[Mapping[str, Any] | None, ChainStart]:
+def chain_start_of(record: Any) -> tuple[Mapping[str, Any] | None, ChainStart]:
     """The first record's ``chain`` field and the start it implies (seq 0 / GENESIS if none)."""
     chain = record.get("chain") if isinstance(record, dict) else None
     if not isinstance(chain, Mapping):
@@ -346,7 +346,7 @@ def _verify(
     if chain is False:
         chain = None
         if current is not None:
-            chain, auto = _chain_start_of(_peek_record(current[0]))
+            chain, auto = chain_start_of(_peek_record(current[0]))
             if start is None:
                 start = auto
     start = start or ChainStart()
