@@ -55,6 +55,32 @@ class Note:
 
 Output = Transition | Prompt | Note | Deviation
 
+_MOVES: dict[tuple[str, str, str], Transition] = {}
+_PROMPTS: dict[tuple[str, str], Prompt] = {}
+
+
+def transition(source: str, dest: str, trigger: str) -> Transition:
+    """``Transition(source, dest, trigger)``, one object per move (the states and event
+    types are few): outputs are immutable, and a frozen dataclass costs about a
+    microsecond to make — a state change made one every time, and a prompt."""
+    key = (source, dest, trigger)
+    move = _MOVES.get(key)
+    if move is None:
+        move = _MOVES[key] = Transition(source, dest, trigger)
+    return move
+
+
+def prompt_of(state: str, text: str) -> Prompt:
+    """``Prompt(state, text)``, kept as :func:`transition` keeps moves (a prompt's text
+    varies little: a burn's count, the cut card's window)."""
+    key = (state, text)
+    made = _PROMPTS.get(key)
+    if made is None:
+        if len(_PROMPTS) >= 1024:
+            _PROMPTS.clear()
+        made = _PROMPTS[key] = Prompt(state, text)
+    return made
+
 
 def consequence(deviation: Deviation, slip: str) -> Note:
     """``deviation`` recorded as following from ``slip``: a note that names the code it

@@ -53,7 +53,7 @@ from controller.engine.states import (
     State,
 )
 from controller.events import DEVICE_INFO_EVENTS, DiscardsReturned, Event, RoundEnd
-from controller.outputs import Note, Output, Prompt, Transition, consequence
+from controller.outputs import Note, Output, Prompt, Transition, consequence, transition
 from controller.profiles import Profile
 
 _DEVICE_FAULT = DEVICE_FAULT.value
@@ -195,7 +195,7 @@ class TableEngine(DeviceEvents):
         if target is None:
             return out
         self._state = target._value_  # in the graph: checked above; the plain value
-        out.append(Transition(before, self._state, event.type))
+        out.append(transition(before, self._state, event.type))
         out.append(self.prompt())
         return out
 
@@ -271,6 +271,6 @@ class TableEngine(DeviceEvents):
             if not isinstance(o, Transition | Prompt):
                 out.append(o)
         if self._state != before:
-            out.append(Transition(before, self._state, event.type))
+            out.append(transition(before, self._state, event.type))
             out.append(self.prompt())
         return out

@@ -31,7 +31,7 @@ from controller.engine.resync import Slip
 from controller.engine.shoe import Accounting, Shoe
 from controller.engine.states import CLOSED, DEVICE_FAULT, STATE_DESCRIPTIONS
 from controller.events import DeckLot, Event
-from controller.outputs import Note, Output, Prompt
+from controller.outputs import Note, Output, Prompt, prompt_of
 from controller.profiles import Profile, ShuffleScreenRule
 from controller.rounds import referee_for
 from controller.screening import Finding, ScreenSettings, ShuffleScreen
@@ -135,7 +135,7 @@ class DayState:
         return self._shoe.accounting()
 
     def prompt(self) -> Prompt:
-        return Prompt(self._state, prompt_text(self))
+        return prompt_of(self._state, prompt_text(self))
 
     # ------------------------------------------------------------------ state
 
