@@ -122,6 +122,10 @@ class Floor:
         self.silent_after = silent_after
         self.poll_interval = poll_interval
         self.clock = clock
+        #: when this floor began to listen: a table's silence is judged from then at the
+        #: earliest (a floor restarted after ten minutes down called every open table
+        #: silent before it had taken in what they wrote meanwhile — a review)
+        self.listening_since = clock()
         #: how much of a file one ingest takes, and whether to let other threads run between
         #: ingests: the dealer display shares its process (and the GIL) with the engine thread,
         #: so it works in small slices and yields after each, and the engine never waits for
@@ -667,8 +671,8 @@ class Floor:
             for watch in self.tables.values():
                 st = watch.state
                 last = parse_ts(st.last_ts)
-                if st.is_open and last is not None and now - last > self.silent_after and \
-                        st.file is not None:
+                if st.is_open and last is not None and st.file is not None and \
+                        now - max(last, self.listening_since) > self.silent_after:
                     drafts.append(AlertDraft(
                         watch.table, st.file, st.last_seq, TABLE_SILENT, "warning",
                         f"table {watch.table} is open ({st.state}) but wrote nothing for "

@@ -378,3 +378,29 @@ def test_live_states_deferred_over_several_commits_are_saved_once_as_commit_by_c
     each = floors["each"][0]
     assert busy.store.live_state() == each.store.live_state() != []
     assert busy.store.rounds_of("BP-01") == each.store.rounds_of("BP-01") != []
+
+
+def test_a_floor_restarted_after_a_long_stop_does_not_call_a_table_silent_at_once(
+        day_log: Path, tmp_path: Path) -> None:
+    """A floor down for ten minutes comes back to tables whose last record it holds is old:
+    the table may well have written since (its records are on their way). Silence is
+    judged from when the floor began to listen; a table that then writes nothing for
+    ``silent_after`` is silent, once."""
+    source = day_log.read_bytes()
+    target = tmp_path / "logs" / "BP-01" / day_log.name
+    target.parent.mkdir(parents=True)
+    target.write_bytes(source[: source.index(b"\n", len(source) // 2) + 1])
+    last = parse_ts(orjson.loads(target.read_bytes().splitlines()[-1])["ts"])
+    assert last is not None
+    now = [last + 600.0]  # the floor starts ten minutes after the table's last record
+    floor = open_floor([tmp_path / "logs"], tmp_path / "floor", silent_after=60.0,
+                       clock=lambda: now[0])
+    drain(floor)
+    floor._last_silence_check = 0
+    drain(floor)
+    assert not [a for a in floor.alerts.values() if a.code == TABLE_SILENT]
+    now[0] += 61
+    floor._last_silence_check = 0
+    drain(floor)
+    silent = [a for a in floor.alerts.values() if a.code == TABLE_SILENT]
+    assert len(silent) == 1 and "wrote nothing for 661 s" in silent[0].message
