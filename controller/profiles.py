@@ -354,10 +354,23 @@ def _check_value(file: str, key: str, value: Any, typ: Any, meta: Mapping[str, A
         raise ProfileError(file, key, e.why) from None
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """A section's field types, resolved once (``get_type_hints`` compiles every
+    annotation of the class again at each call: a replay reads a profile at every
+    header)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = get_type_hints(cls)
+    return hints
+
+
 def _build_section(file: str, name: str, cls: type[Section], raw: Any) -> Section:
     if not isinstance(raw, dict):
         raise ProfileError(file, name, "expected a table [" + name + "]")
-    hints = get_type_hints(cls)
+    hints = _hints(cls)
     known = {f.name: f for f in dataclasses.fields(cls)}
     for key in raw:
         if key not in known:
@@ -375,7 +388,7 @@ def _build_section(file: str, name: str, cls: type[Section], raw: Any) -> Sectio
 
 def profile_from_dict(raw: dict[str, Any], file: str = "<profile>") -> Profile:
     """Validate a decoded TOML document and build the :class:`Profile`."""
-    hints = get_type_hints(Profile)
+    hints = _hints(Profile)
     known = {f.name for f in dataclasses.fields(Profile)} - {"path"}
     for key in raw:
         if key not in known:
