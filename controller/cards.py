@@ -62,6 +62,9 @@ class Card:
         return self._pip or RANKS.index(self.rank) + 1  # (0: not a rank: raises, as ever)
 
 
+#: the 52 cards in new-deck order (index = ``deck_index``)
+NEW_DECK: tuple[Card, ...] = tuple(Card(r, s) for s in SUITS for r in RANKS)
+
 _PARSED: dict[str, Card] = {}  # token -> card: a shoe reads the same 52 tokens all day
 
 
@@ -94,8 +97,10 @@ def _parse_card(token: object) -> Card:
 
 
 def deck() -> list[Card]:
-    """One standard 52-card deck, no jokers."""
-    return [Card(r, s) for s in SUITS for r in RANKS]
+    """One standard 52-card deck, no jokers, in new-deck order (the same 52 cards every
+    time: a card is a value, and making a pack's cards anew cost a simulated day a
+    dataclass ``__init__`` a card)."""
+    return list(NEW_DECK)
 
 
 def pack(decks: int) -> list[Card]:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.cards import Card, burn_value, pack
+from controller.cards import Card, burn_value, pack, parse_card
 from controller.profiles import Profile
 from simulators.games import round_dealer_for
 
@@ -130,7 +130,7 @@ class TableDay:
                    "first_use": self.plan.start.date().isoformat()}
             yield self._step("new_pack_check", {"type": "deck_check",
                                                 "cards": self._pack_cards(), "deck_lots": [lot]})
-        self.stack = [Card(x[0], x[1]) for x in self._pack_cards()]
+        self.stack = list(map(parse_card, self._pack_cards()))
         yield self._step("shuffle", {"type": "shuffle"})
         size = len(self.stack)
         need = max(1, p.cut.min_each_side)
@@ -223,7 +223,7 @@ class TableDay:
             cards = self._pack_cards()
             for card in self.in_holder:
                 cards.remove(str(card))
-            self.stack = [Card(x[0], x[1]) for x in cards]
+            self.stack = list(map(parse_card, cards))
             self.pos = 0
             if self.plan.dealer_changes and p.burn.on_dealer_change and i == 4:
                 yield self._step("dealer_change", {"type": "dealer_change", "dealer": "D2"})

@@ -15,7 +15,7 @@ tests use to recount a shoe exactly.
 
 from __future__ import annotations
 
-from controller.cards import RANKS, SUITS, Card
+from controller.cards import NEW_DECK, RANKS, SUITS, Card
 
 FACES = 52
 WIDTH = 16  # bits per face field: room for up to 16 copies of a face (12 decks at most)
@@ -36,7 +36,7 @@ def face_index(card: Card) -> int:
 
 
 def face_card(index: int) -> Card:
-    return Card(RANKS[index % 13], SUITS[index // 13])
+    return NEW_DECK[index]
 
 
 def mask_of(faces: object) -> int:
