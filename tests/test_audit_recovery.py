@@ -210,6 +210,28 @@ def test_recovery_refuses_a_file_a_later_file_of_the_set_follows(tmp_path: Path)
     assert first.read_bytes() == before
 
 
+def test_a_set_copied_into_a_directory_of_another_name_is_refused_the_same(
+        tmp_path: Path) -> None:
+    """An auditor's copy of a table's set, in a directory not named after the table: the
+    later file beside the torn one was not found (it was looked for under the table's
+    name), the earlier file was "recovered" and the chain its next day links to was
+    rewritten (a review). The file's own directory is where its set is."""
+    first = write_day(tmp_path / "logs", dt.date(2026, 11, 20))
+    second = write_day(tmp_path / "logs", DAY, seed=4)
+    copy = tmp_path / "evidence"
+    copy.mkdir()
+    for path in (first, second):
+        (copy / path.name).write_bytes(path.read_bytes())
+    torn = copy / first.name
+    lines = read_lines(torn)
+    lines[-1] = lines[-1][:10]
+    write_lines(torn, lines)
+    before = torn.read_bytes()
+    with pytest.raises(AuditLogError, match=r"T1-2026-11-21\.jsonl follows this file"):
+        recover(torn)
+    assert torn.read_bytes() == before
+
+
 def test_keyed_recovery_continues_the_mac_chain(tmp_path: Path) -> None:
     path = _crashed_log(tmp_path, _events(), key=KEY)
     data = path.read_bytes()

@@ -98,14 +98,19 @@ def _continuation(path: Path, key: bytes | None) -> tuple[ChainStart | None, dic
 
 
 def _later_file(path: Path) -> Path | None:
-    """A file of the same table after this one (a later day, or a later chain of the day):
-    only the newest file of a set can have been cut by a crash."""
+    """A file of the same table after this one (a later day, or a later chain of the day)
+    beside it: only the newest file of a set can have been cut by a crash. Looked for in
+    the file's own directory, whatever its name (an auditor's copy of a set in a
+    directory not named after the table was recovered file by file, each a "torn last
+    file", and the chain the later files link to rewritten: a review)."""
     parsed = parse_log_name(path.name)
     if parsed is None:
         return None
-    later = [p for p in table_files(path.parent.parent, parsed.table)
-             if parse_log_name(p.name) > parsed and p.resolve() != path.resolve()]  # type: ignore[operator]
-    return later[0] if later else None
+    later = sorted((other, p) for p in path.parent.iterdir()
+                   if (other := parse_log_name(p.name)) is not None
+                   and other.table == parsed.table and other > parsed and p.is_file()
+                   and p.resolve() != path.resolve())
+    return later[0][1] if later else None
 
 
 def recover(
