@@ -9,7 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_audit_helpers import day_events, feed_log, line_of, read_lines, records, write_lines
+from test_audit_helpers import (
+    day_events,
+    feed_log,
+    line_of,
+    read_lines,
+    records,
+    rotated_set,
+    write_lines,
+)
 
 from controller.audit import AuditLog, verify_file
 from controller.audit.replay import ReplayError, replay
@@ -217,3 +225,26 @@ def test_torn_last_line_is_ignored_with_a_note(tmp_path: Path) -> None:
     path.write_bytes(data[:-3])
     result = replay([path])
     assert any("torn last line" in n for n in result.notes)
+
+
+def test_a_set_whose_files_do_not_follow_one_another_does_not_replay_identically(
+        tmp_path: Path) -> None:
+    """Each file of a table's set starts a session of its own at its header, so a day
+    deleted, two days given swapped, or a day's last record cut replayed "identical" (a
+    review of the audit tools over rotated day files): where one file ends and the next
+    begins, the seq must go on; a torn line in a file that a later one follows is damage.
+    The whole set, in order, still replays identically."""
+    days = rotated_set(tmp_path / "logs")
+    assert replay(days).identical
+    gap = replay([days[0], days[2]])  # the middle day left out (or deleted)
+    assert not gap.identical and "ended at seq" in gap.differences[0].what
+    assert gap.differences[0].file == str(days[2])
+    assert not replay([days[1], days[0], days[2]]).identical  # swapped
+    lines = read_lines(days[0])
+    write_lines(days[0], lines[:-1])  # the first day's last record cut
+    cut = replay(days)
+    assert str(days[1]) in [d.file for d in cut.differences]  # (the day after names it)
+    write_lines(days[0], [*lines[:-1], lines[-1][:15]])  # …or torn, a day after it
+    torn = replay(days)
+    assert any("a torn line in a file that a later file follows" in d.what
+               for d in torn.differences)

@@ -250,18 +250,46 @@ class ReplayResult:
         return not self.differences
 
 
+def _new_chain(rec: LogRecord) -> bool:
+    """A file's first record that starts a chain of its own (``chain.new_chain``, its seq
+    from 1 again)."""
+    chain = rec.record.get("chain")
+    return isinstance(chain, dict) and "new_chain" in chain
+
+
 def replay(paths: Iterable[str | os.PathLike[str]], *,
            meter: Meter | None = None) -> ReplayResult:
     """Replay the logs (in order) and compare; raises ReplayError / LogReadError if unreadable."""
     reader = LogReader(paths, meter=meter)
     replayer = Replayer()
+    # Where one file of the set ends and the next begins, the next must go on from the
+    # seq the last ended at: each file's header starts a session of its own, so a day
+    # deleted, two days swapped or a day's last record cut replayed "identical" (a
+    # review). Within a file the outputs compared already catch a record missing.
+    last: Any = None
+    last_file = ""
     for rec in reader:
+        if rec.file != last_file:
+            seq = rec.record.get("seq")
+            if type(last) is int and seq != last + 1 and not _new_chain(rec):
+                replayer.differences.append(Difference(
+                    seq if type(seq) is int else None, rec.file, rec.line,
+                    f"the file begins at seq {seq}, the file before it "
+                    f"({os.path.basename(last_file)}) ended at seq {last}: records or files "
+                    "are missing, moved or out of order (audit verify names the damage)"))
         replayer.feed(rec)
+        last, last_file = rec.record.get("seq"), rec.file
     replayer.finish()
     if replayer.headers == 0:
         raise ReplayError("no header record: nothing to replay")
     notes = list(replayer.notes)
+    given = reader.paths
     for path, line in reader.torn:
-        notes.append(f"{path}: line {line}: torn last line ignored")
+        if given and path != given[-1]:  # only the set's last file can end in a crash
+            replayer.differences.append(Difference(
+                None, path, line, "a torn line in a file that a later file follows: damage, "
+                "not a crash (audit verify names it)"))
+        else:
+            notes.append(f"{path}: line {line}: torn last line ignored")
     return ReplayResult(replayer.inputs, replayer.outputs, replayer.headers,
                         replayer.differences, reader.torn, notes, replayer.session)
