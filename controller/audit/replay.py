@@ -250,6 +250,18 @@ class ReplayResult:
         return not self.differences
 
 
+def _follows(last: LogRecord, first: LogRecord, differences: list[Difference]) -> None:
+    """A difference unless ``first`` (a file's first record) goes on from ``last`` (the
+    file before's last) or starts a chain of its own."""
+    seq, end = first.record.get("seq"), last.record.get("seq")
+    if type(end) is int and seq != end + 1 and not _new_chain(first):
+        differences.append(Difference(
+            seq if type(seq) is int else None, first.file, first.line,
+            f"the file begins at seq {seq}, the file before it "
+            f"({os.path.basename(last.file)}) ended at seq {end}: records or files are "
+            "missing, moved or out of order (audit verify names the damage)"))
+
+
 def _new_chain(rec: LogRecord) -> bool:
     """A file's first record that starts a chain of its own (``chain.new_chain``, its seq
     from 1 again)."""
@@ -266,19 +278,13 @@ def replay(paths: Iterable[str | os.PathLike[str]], *,
     # seq the last ended at: each file's header starts a session of its own, so a day
     # deleted, two days swapped or a day's last record cut replayed "identical" (a
     # review). Within a file the outputs compared already catch a record missing.
-    last: Any = None
-    last_file = ""
+    before: LogRecord | None = None  # the record read before this one
+    feed = replayer.feed
     for rec in reader:
-        if rec.file != last_file:
-            seq = rec.record.get("seq")
-            if type(last) is int and seq != last + 1 and not _new_chain(rec):
-                replayer.differences.append(Difference(
-                    seq if type(seq) is int else None, rec.file, rec.line,
-                    f"the file begins at seq {seq}, the file before it "
-                    f"({os.path.basename(last_file)}) ended at seq {last}: records or files "
-                    "are missing, moved or out of order (audit verify names the damage)"))
-        replayer.feed(rec)
-        last, last_file = rec.record.get("seq"), rec.file
+        if before is not None and rec.file != before.file:
+            _follows(before, rec, replayer.differences)
+        feed(rec)
+        before = rec
     replayer.finish()
     if replayer.headers == 0:
         raise ReplayError("no header record: nothing to replay")
