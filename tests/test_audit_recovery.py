@@ -195,12 +195,23 @@ def test_audit_recover_refuses_damage_before_the_window_a_restart_checks(
     assert path.read_bytes() == before
 
 
-def test_recovery_refuses_a_file_a_later_file_of_the_set_follows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("copied", [False, True])
+def test_recovery_refuses_a_file_a_later_file_of_the_set_follows(tmp_path: Path,
+                                                                 copied: bool) -> None:
     """Only the newest file of a table's set can have been cut by a crash: a torn line in
     an earlier day's file, whose next day continues from its end, is damage — refused,
-    nothing cut (the next day's link would otherwise be broken by the cut)."""
+    nothing cut (the next day's link would otherwise be broken by the cut). So also in an
+    auditor's copy of the set in a directory not named after the table (``copied``): the
+    later file was looked for under the table's name, not found, and the earlier file
+    "recovered", the chain its next day links to rewritten (a review)."""
     first = write_day(tmp_path / "logs", dt.date(2026, 11, 20))
-    write_day(tmp_path / "logs", DAY, seed=4)
+    second = write_day(tmp_path / "logs", DAY, seed=4)
+    if copied:
+        copy = tmp_path / "evidence"
+        copy.mkdir()
+        for path in (first, second):
+            (copy / path.name).write_bytes(path.read_bytes())
+        first = copy / first.name
     lines = read_lines(first)
     lines[-1] = lines[-1][:10]
     write_lines(first, lines)
@@ -208,28 +219,6 @@ def test_recovery_refuses_a_file_a_later_file_of_the_set_follows(tmp_path: Path)
     with pytest.raises(AuditLogError, match=r"T1-2026-11-21\.jsonl follows this file"):
         recover(first)
     assert first.read_bytes() == before
-
-
-def test_a_set_copied_into_a_directory_of_another_name_is_refused_the_same(
-        tmp_path: Path) -> None:
-    """An auditor's copy of a table's set, in a directory not named after the table: the
-    later file beside the torn one was not found (it was looked for under the table's
-    name), the earlier file was "recovered" and the chain its next day links to was
-    rewritten (a review). The file's own directory is where its set is."""
-    first = write_day(tmp_path / "logs", dt.date(2026, 11, 20))
-    second = write_day(tmp_path / "logs", DAY, seed=4)
-    copy = tmp_path / "evidence"
-    copy.mkdir()
-    for path in (first, second):
-        (copy / path.name).write_bytes(path.read_bytes())
-    torn = copy / first.name
-    lines = read_lines(torn)
-    lines[-1] = lines[-1][:10]
-    write_lines(torn, lines)
-    before = torn.read_bytes()
-    with pytest.raises(AuditLogError, match=r"T1-2026-11-21\.jsonl follows this file"):
-        recover(torn)
-    assert torn.read_bytes() == before
 
 
 def test_keyed_recovery_continues_the_mac_chain(tmp_path: Path) -> None:
