@@ -93,9 +93,6 @@ ContextKey = tuple[str | None, int, int | None, str]
 """The context every record carries as one tuple: table, shoe, round, state (what
 ``TableEngine.context_key()`` gives)."""
 
-CardRecord = tuple[str, bytes, ContextKey, int | None]
-"""A card-path record for :meth:`HashChainWriter.append_card`: (kind, payload, context,
-line)."""
 
 
 def context_dict(context: ContextKey) -> dict[str, Any]:
@@ -359,69 +356,27 @@ class HashChainWriter:
             if sync or flush or size >= self._batch_limit:
                 self._write_batch(sync)
 
-    def append_card(self, records: Sequence[CardRecord], *, flush: bool = False) -> None:
-        """The card path's records: each ``(kind, payload, context, line)`` is an ``input``
-        (``payload`` the canonical encoding of its event, ``line`` its source line or None)
-        or an ``output`` (``payload`` the output's canonical encoding), with the engine's
-        ``context`` as a :data:`ContextKey` (``TableEngine.context_key()``).
-
-        Their shape is fixed, so each line is laid out here around its payload by one
-        ``%`` of a template made once per context (they change a few times a round): the
-        same bytes as :meth:`append` gives the same record (tests/test_audit_card_path.py)
-        at a fraction of its cost. A keyed log and a file's first record (``chain``) take
-        :meth:`append`. An ``input`` is fsynced at once under the ``input`` and ``every``
-        policies (with whatever waits before it)."""
-        if self._key is not None or self._pending_chain is not None:
-            for kind, payload, context, line in records:
-                self.append(kind, self._parts(kind, (json.loads(payload),),
-                                              context_dict(context), line), flush=flush)
-            return
-        frames = self._frames
-        sync = self._sync_all or (bool(self._sync_kinds)
-                                  and any(r[0] in self._sync_kinds for r in records))
-        with self._lock:
-            if self._closed or self._broken is not None:
-                self._usable()
-            batch = self._batch
-            seq, size = self._seq, self._batch_bytes
-            head = self._prev.encode()  # the hash as bytes until the run ends
-            stamp = self._stamp
-            ts = None if self._clocked else stamp().encode()
-            for kind, payload, context, line in records:
-                frame = frames.get(context) or self._frames_for(context)
-                seq += 1
-                # (the keys' order: event, hash, kind, line, output, prev, round, seq, shoe,
-                # state, table, ts)
-                if kind == "input":
-                    if line is None:
-                        hashed = frame[0] % (payload, head, seq, ts or stamp().encode())
-                    else:
-                        hashed = frame[1] % (payload, line, head, seq, ts or stamp().encode())
-                    head = _hex(_sha256(hashed).digest())
-                    cut = len(payload) + 9  # '{"event":' and the payload
-                    text = b"".join((hashed[:cut], b',"hash":"', head, b'"', hashed[cut:],
-                                     b"\n"))
-                else:
-                    hashed = frame[2] % (payload, head, seq, ts or stamp().encode())
-                    head = _hex(_sha256(hashed).digest())
-                    text = b"".join((b'{"hash":"', head, b'",', hashed[1:], b"\n"))
-                batch.append(text)
-                size += len(text)
-            self._seq, self._prev, self._batch_bytes = seq, head.decode(), size
-            if sync or flush or size >= self._batch_limit:
-                self._write_batch(sync)
-
     def append_input(self, payload: bytes, context: ContextKey, line: int | None) -> None:
-        """:meth:`append_card` for one ``input`` record — every event a table reads, so
-        without the loop, the records' tuple and the policy's look-up."""
+        """The card path's ``input`` record: ``payload`` the canonical encoding of its
+        event, ``line`` its source line or None, ``context`` the engine's
+        (``TableEngine.context_key()``). Fsynced at once under the ``input`` and ``every``
+        policies (with whatever waits before it).
+
+        A card-path record's shape is fixed, so its line is laid out here around its
+        payload by one ``%`` of a template made once per context (they change a few times
+        a round): the same bytes as :meth:`append` gives the same record
+        (tests/test_audit_card_path.py) at a fraction of its cost. A keyed log and a
+        file's first record (``chain``) take :meth:`append`."""
         if self._key is not None or self._pending_chain is not None:
-            self.append_card((("input", payload, context, line),))
+            self._append_general("input", (payload,), context, line, flush=False)
             return
         with self._lock:
             if self._closed or self._broken is not None:
                 self._usable()
             frame = self._frames.get(context) or self._frames_for(context)
             seq = self._seq + 1
+            # (the keys' order: event, hash, kind, line, prev, round, seq, shoe, state,
+            # table, ts)
             if line is None:
                 hashed = frame[0] % (payload, self._prev.encode(), seq, self._stamp().encode())
             else:
@@ -435,6 +390,42 @@ class HashChainWriter:
             self._batch_bytes = size = self._batch_bytes + len(text)
             if self._sync_input or size >= self._batch_limit:
                 self._write_batch(self._sync_input)
+
+    def append_outputs(self, payloads: Sequence[bytes], context: ContextKey, *,
+                       flush: bool = False) -> None:
+        """The card path's ``output`` records of one input, each ``payload`` an output's
+        canonical encoding, laid out as :meth:`append_input` lays an input; written with
+        ``flush`` (or a full batch), fsynced under ``every``."""
+        if self._key is not None or self._pending_chain is not None:
+            self._append_general("output", payloads, context, None, flush=flush)
+            return
+        sync = self._sync_all
+        with self._lock:
+            if self._closed or self._broken is not None:
+                self._usable()
+            template = (self._frames.get(context) or self._frames_for(context))[2]
+            batch = self._batch
+            seq, size = self._seq, self._batch_bytes
+            head = self._prev.encode()  # the hash as bytes until the run ends
+            stamp = self._stamp
+            ts = None if self._clocked else stamp().encode()
+            for payload in payloads:
+                seq += 1
+                hashed = template % (payload, head, seq, ts or stamp().encode())
+                head = _hex(_sha256(hashed).digest())
+                text = b"".join((b'{"hash":"', head, b'",', hashed[1:], b"\n"))
+                batch.append(text)
+                size += len(text)
+            self._seq, self._prev, self._batch_bytes = seq, head.decode(), size
+            if sync or flush or size >= self._batch_limit:
+                self._write_batch(sync)
+
+    def _append_general(self, kind: str, payloads: Sequence[bytes], context: ContextKey,
+                        line: int | None, *, flush: bool) -> None:
+        """Card-path records by way of :meth:`append` (a keyed log, a file's first record)."""
+        for payload in payloads:
+            self.append(kind, self._parts(kind, (json.loads(payload),), context_dict(context),
+                                          line), flush=flush)
 
     def _frames_for(self, context: ContextKey) -> tuple[bytes, bytes, bytes]:
         """The templates of a context's records, each to be filled with ``%``: an input

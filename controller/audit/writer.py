@@ -359,12 +359,11 @@ class AuditLog:
             self._table = key[0]
         flush = writer.durability is not Durability.NONE
         if self._anchors is None:
-            writer.append_card([("output", self._output_bytes(o), key, None)
-                                for o in outputs], flush=flush)
+            writer.append_outputs([self._output_bytes(o) for o in outputs], key, flush=flush)
             return
         for output in outputs:
             record = output.to_record()
-            writer.append_card((("output", _encoded(output), key, None),))
+            writer.append_outputs((_encoded(output),), key)
             reason = self._anchor_reason(record)
             if reason is not None:
                 self.anchor(reason)  # its head is this record (anchor() flushes)
