@@ -7,20 +7,39 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test quick lint bench clean browser servers demo
+.PHONY: run test quick lint bench clean browser servers demo compiler native
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# (the compiled modules are built by their own rule below, not by the install: so that a
+# source edited later is compiled again, and a machine without gcc still installs)
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --upgrade pip 'setuptools>=77'
+	SHOEWARDEN_NO_COMPILE=1 $(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-run: $(STAMP)  ## a bench run: the controller against simulated devices on virtual serial ports
+# The shuffle screen's card loops compiled by mypyc (controller/native.py): rebuilt when a
+# source changes. Without gcc and the Python headers nothing compiles (a warning) and the
+# sources run: the same decisions, slower. `make test` installs both (test_native.py fails
+# without them); `make run` does not need them.
+NATIVE := controller/native.json
+NATIVE_SOURCES := controller/screening/packets.py controller/screening/screen.py
+$(NATIVE): setup.py controller/native.py $(NATIVE_SOURCES) | $(STAMP)
+	$(BIN)/python setup.py --quiet build_ext --inplace
+
+native: $(NATIVE)  ## compile the card loops (mypyc; needs gcc and the Python headers)
+
+compiler:
+	@command -v gcc >/dev/null && $(BIN)/python -c 'import os, sys, sysconfig; \
+	  sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update && $$SUDO apt-get install -y gcc python3-dev && rm -f $(NATIVE); }
+
+run: $(STAMP) $(NATIVE)  ## a bench run: the controller against simulated devices on virtual serial ports
 	$(BIN)/shoewarden bench --profile gr-blackjack --shoes 2 --seed 7
 
-demo: $(STAMP)  ## six tables of different profiles, the floor and their dealer displays
+demo: $(STAMP) $(NATIVE)  ## six tables of different profiles, the floor and their dealer displays
 	$(BIN)/shoewarden demo --tables 6
 
 # the browser tests drive Debian's headless Chromium; installed when missing, as the venv is
@@ -40,8 +59,8 @@ servers:
 # a timer (shoe-wire-faults) failed under that load, and CI must not be flaky for 30 s
 WORKERS := auto
 
-test: $(STAMP) browser servers
-	$(BIN)/ruff check controller drivers simulators floor tests benchmarks
+test: $(STAMP) compiler $(NATIVE) browser servers
+	$(BIN)/ruff check controller drivers simulators floor tests benchmarks setup.py
 	$(BIN)/mypy
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile  # a file stays on one worker (fixed paths)
 
@@ -49,12 +68,12 @@ test: $(STAMP) browser servers
 # after the other had finished), and compiled test modules are kept between runs (an
 # environment that sets PYTHONDONTWRITEBYTECODE made each worker re-rewrite every test
 # module's asserts: collection 5.7 s instead of 1.9)
-quick: $(STAMP)  ## the inner loop: no slow tests, a tenth of the Hypothesis examples, every core
+quick: $(STAMP) $(NATIVE)  ## the inner loop: no slow tests, a tenth of the Hypothesis examples, every core
 	PYTHONDONTWRITEBYTECODE= HYPOTHESIS_PROFILE=quick $(BIN)/python -m pytest -m 'not slow' \
 	  -n auto --dist worksteal
 
 lint: $(STAMP)
-	$(BIN)/ruff check controller drivers simulators floor tests benchmarks
+	$(BIN)/ruff check controller drivers simulators floor tests benchmarks setup.py
 	$(BIN)/mypy
 
 BENCHES := run.py audit_bench.py device_bench.py "receive_fuzz.py --streams 100000" \
@@ -62,7 +81,7 @@ BENCHES := run.py audit_bench.py device_bench.py "receive_fuzz.py --streams 1000
 
 # every benchmark runs and prints its figures, a missed target or not; the exit status
 # says whether any missed (names them at the end)
-bench: $(STAMP) servers  ## print speed and memory figures
+bench: $(STAMP) $(NATIVE) servers  ## print speed and memory figures
 	@missed=""; for b in $(BENCHES); do \
 	  echo "$(BIN)/python benchmarks/$$b"; \
 	  $(BIN)/python benchmarks/$$b || missed="$$missed $${b%% *}"; \
@@ -70,4 +89,5 @@ bench: $(STAMP) servers  ## print speed and memory figures
 	if [ -n "$$missed" ]; then echo "make bench: a target missed or a run failed in:$$missed"; exit 1; fi
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis $(NATIVE) *__mypyc*.so
+	find controller -name '*.so' -delete

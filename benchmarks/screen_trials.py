@@ -197,3 +197,40 @@ def null_day(profile: Profile, shapes: Sequence[Shape], rng: random.Random,
     for n, shape in enumerate(shapes, 1):
         rng.shuffle(cards)
         yield deal(screen, cards, shape, n).finding
+
+
+def day_of_findings(profile_name: str, model: str | None, seed: int, exact: bool = False,
+                    screen_class: type[ShuffleScreen] = ShuffleScreen) -> list[Finding | None]:
+    """Three shoes of one profile through one screen: fair, then ``model`` (None: fair)
+    applied to the order it works on, then fair; every finding (None: no alarm).
+    ``screen_class``: the screen's class (tests/test_native.py holds the compiled one
+    against its source)."""
+    from controller.profiles import load_profile
+
+    profile = load_profile(profile_name)
+    decks = profile.decks.max
+    shapes = shapes_for(profile, seed % 3)
+    rng = random.Random(f"{profile_name}:{model}:{seed}")
+    screen = screen_class(settings_for(profile), decks, exact=exact)
+    screen.deck_check()
+    out: list[Finding | None] = []
+    order = pack(decks)
+    rng.shuffle(order)
+    prev = deal(screen, order, shapes[0], 1)
+    out.append(prev.finding)
+    if model is None:
+        order = pack(decks)
+        rng.shuffle(order)
+    elif MODELS[model][0] == "new-deck":
+        screen.deck_check()
+        order = MODELS[model][1](pack(decks), rng)
+    else:
+        pile = shuffles.collected(prev.piles, prev.hands, prev.unread)
+        order = (shuffles.with_slug(pile, rng, int(model.split()[1]), start=20,
+                                    within=size(shapes[1])) if model.startswith("slug")
+                 else MODELS[model][1](pile, rng))
+    out.append(deal(screen, order, shapes[1], 2).finding)
+    order = pack(decks)
+    rng.shuffle(order)
+    out.append(deal(screen, order, shapes[2 % len(shapes)], 3).finding)
+    return out

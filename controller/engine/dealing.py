@@ -125,7 +125,7 @@ class Dealing(Preparation):
         screen = self._screen
         if screen is not None:  # ShuffleScreen.card, in line (the screen's cost per card)
             pending = screen.pending
-            pending.append(card)
+            pending.append(card.deck_index)  # (the screen's faces: Card.deck_index)
             if len(pending) >= screen.due:
                 try:
                     finding = screen.flush()

@@ -25,7 +25,11 @@ shoe boundaries; replaying a log replays every decision.
   shuffles (the literature the riffle test rests on, checked against the published table).
 """
 
-from controller.screening.evidence import Finding
-from controller.screening.screen import ScreenSettings, ShuffleScreen
+from controller import native
+
+native.prefer_source(__name__)  # (before the imports: a stale compiled module never runs)
+
+from controller.screening.evidence import Finding  # noqa: E402
+from controller.screening.screen import ScreenSettings, ShuffleScreen  # noqa: E402
 
 __all__ = ["Finding", "ScreenSettings", "ShuffleScreen"]

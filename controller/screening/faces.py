@@ -15,9 +15,11 @@ tests use to recount a shoe exactly.
 
 from __future__ import annotations
 
+from typing import Final
+
 from controller.cards import NEW_DECK, RANKS, SUITS, Card
 
-FACES = 52
+FACES: Final = 52
 WIDTH = 16  # bits per face field: room for up to 16 copies of a face (12 decks at most)
 
 #: every bit of face ``i``'s field

@@ -38,15 +38,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Final
+
+from mypy_extensions import mypyc_attr
 
 from controller.screening.faces import FACES
 
-STREAMS = 8
+STREAMS: Final = 8
 """Packets followed at once: the four runs two riffles leave, and as many again for the
 streams a packet's start, a card the cut card kept back or a twin sets off on a wrong
 track (measured: 4 streams caught 2 riffles of the discards in 37–49 of 100 baccarat and
 deep-cut blackjack shoes, 8 in 78–89; 1 riffle in every shoe either way)."""
-WEIGHTS = (0.25, 0.2, 0.15, 0.12, 0.1, 0.08, 0.06, 0.04)
+WEIGHTS: Final = (0.25, 0.2, 0.15, 0.12, 0.1, 0.08, 0.06, 0.04)
 """The streams' shares of the prediction, the most recently fed first: a riffle's next
 card continues one of the packets that fed the last few cards."""
 PREDICTORS: dict[int, tuple[float | None, tuple[float, float, float]]] = {
@@ -79,16 +82,52 @@ with the shares (0.1, 0.4, 0.7) 1,162 (1,154); with the sharpest stream taking t
 predictor 2, 1,183 (1,185). ``own`` from 0.7 to 0.9 and shares from (0.1, 0.3, 0.6) to
 (0.2, 0.45, 0.75) move it by less than 1 %."""
 
-EXPLAINED = 2
+EXPLAINED: Final = 2
 """The evidence's count: how often a card went where one of the two packets last followed
 goes next (against its chance under a fair shuffle). The statistic weighs every stream; the
 count is what a pit boss can read: a riffle deals from two packets at a time."""
 
-_LOG_MIX = math.log(3)  # (three shares a predictor)
+_WORD_BITS: Final = 60
+_WORD: Final = (1 << _WORD_BITS) - 1  # (a machine integer, compiled: mypyc's are 63 bits)
+_POP16: Final = tuple(i.bit_count() for i in range(1 << 16))
+
+
+def popcount(face_set: int) -> int:
+    """How many faces a 52-bit face set holds: ``int.bit_count``, which a compiled module
+    calls as a Python method (a tenth of the test's time per card); four look-ups are C."""
+    return (_POP16[face_set & 0xFFFF] + _POP16[face_set >> 16 & 0xFFFF]
+            + _POP16[face_set >> 32 & 0xFFFF] + _POP16[face_set >> 48])
+
+
+_LOG_MIX: Final = math.log(3)  # (three shares a predictor)
 #: per number of streams, 1 / the sum of their weights
-_NORM = (0.0, *(1 / sum(WEIGHTS[:k]) for k in range(1, STREAMS + 1)))
+_NORM: Final = (0.0, *(1 / sum(WEIGHTS[:k], 0.0) for k in range(1, STREAMS + 1)))
 
 
+# compiled (controller/native.py): pickled and copied as in Python (engine snapshots);
+# allow_interpreted_subclasses works round mypyc 2.4, whose serializable classes skip
+# their __init__ when made from Python code
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class Stream:
+    """One packet followed through the discards (see :class:`PacketTest`). A class of its
+    own, not a list: compiled (controller/native.py), its fields are C integers."""
+
+    __slots__ = ("k", "kb", "near", "piles", "predicted", "taken", "way")
+
+    def __init__(self, piles: int, taken: int) -> None:
+        self.piles = piles  # the piles it can be in (a bitmask over pile numbers)
+        self.taken = taken  # the faces it took from them (a 52-bit set)
+        self.predicted = 0  # the faces it predicts next (a 52-bit set) …
+        self.k = 0  # … and how many of them are still to come
+        self.way = 0  # the way it goes through the piles: 1 up, -1 down, 0 not known yet
+        self.near = 0  # the faces it predicts only beside its piles (predictor 2 only) …
+        self.kb = 0  # … and how many of them are still to come
+
+
+# compiled (controller/native.py): pickled and copied as in Python (engine snapshots);
+# allow_interpreted_subclasses works round mypyc 2.4, whose serializable classes skip
+# their __init__ when made from Python code
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class PacketTest:
     """The packet test over one shoe (see the module docstring). ``piles_of[f]``: the
     bitmask of the discards' piles holding a card of face ``f``; ``pile_faces[i]``: pile
@@ -119,23 +158,31 @@ class PacketTest:
         self.explain = False
         self.hit = False
         self.chance = 0.0
-        #: streams, the most recently fed first: [piles, faces taken from them, faces
-        #: predicted (52-bit sets), how many of those are still to come, the way it goes
-        #: through the piles (1 up, -1 down, 0 not known yet), the faces predicted only
-        #: beside its piles (a 52-bit set), how many of those are still to come (the last
-        #: two kept by predictor 2 only)]
-        self.streams: list[list[int]] = []
+        #: the packets followed, the most recently fed first
+        self.streams: list[Stream] = []
 
     def _union(self, piles: int) -> int:
         """The faces of a set of two or more piles (a 52-bit set), kept for the shoe: the
-        card loop takes one pile's faces, or a set it kept already, itself."""
+        card loop takes one pile's faces, or a set it kept already, itself.
+
+        A shoe has more piles than a machine word has bits, so ``piles`` is often a long
+        integer; its piles lie close together (a packet's, and the piles beside them). So
+        the set is read a word at a time from its lowest pile: one shift of the long
+        integer a word, the bits within the word as machine integers (compiled)."""
         got = 0
         faces = self._pile_faces
         rest = piles & self._all
+        base = 0
         while rest:
-            low = rest & -rest
-            got |= faces[low.bit_length() - 1]
-            rest ^= low
+            low = (rest & -rest).bit_length() - 1
+            word = (rest >> low) & _WORD
+            rest = rest >> (low + _WORD_BITS)
+            at = base + low
+            base = at + _WORD_BITS
+            while word:
+                bit = word & -word
+                got |= faces[at + bit.bit_length() - 1]
+                word ^= bit
         self._faces_of[piles] = got
         return got
 
@@ -179,7 +226,6 @@ class PacketTest:
         pile_faces = self._pile_faces
         every = self._all
         memo = self._faces_of
-        union_of = self._union
         explain = self.explain
         l0, l1, l2 = logs
         f0, f1, f2 = self._f
@@ -189,7 +235,8 @@ class PacketTest:
         own_share = self.own or 1.0
         beside_share = 1 - own_share
         crossed: int | None = None
-        for at, f in enumerate(faces):
+        for at in range(len(faces)):
+            f = faces[at]
             c = counts[f]
             if not c:
                 continue
@@ -199,32 +246,32 @@ class PacketTest:
                 if explain:  # (the two packets last followed: a riffle's two at a time)
                     union = 0
                     for st in streams[:EXPLAINED]:
-                        union |= st[2]
+                        union |= st.predicted
                     self.hit = bool(union >> f & 1)
                     self.chance = sum(counts[g] for g in range(FACES) if union >> g & 1) / n
                 mass = 0.0
                 sharpest = 0.0
                 i = 0
                 for st in streams:
-                    if st[2] & bit:  # it predicted f: k ≥ 1 of its faces are still to come
+                    if st.predicted & bit:  # it predicted f: k ≥ 1 of its faces are still to come
                         # u: 1 / the stream's chance of f (of its faces, k in all: kb
                         # beside its piles, own_share on the others if both are left)
-                        k = st[3]
-                        u: float = k
+                        k = st.k
+                        u = float(k)
                         if split:
-                            kb = st[6]
-                            if st[5] & bit:  # beside its piles
+                            kb = st.kb
+                            if st.near & bit:  # beside its piles
                                 if k > kb:
                                     u = kb / beside_share
                                 if c == 1:  # the face's last card
-                                    st[6] = kb - 1
+                                    st.kb = kb - 1
                             elif kb:
                                 u = (k - kb) / own_share
                         mass += WEIGHTS[i] / u
                         if best < 0 or u < sharpest:  # the sharpest takes the card
                             best, sharpest = i, u
                         if c == 1:
-                            st[3] = k - 1
+                            st.k = k - 1
                     i += 1
                 # per share e: q(f) · n / c, the predictor's chance of this card over
                 # its fair chance
@@ -250,22 +297,22 @@ class PacketTest:
                 if best:
                     del streams[best]
                     streams.insert(0, s)
-                piles = s[0]
+                piles = s.piles
                 if piles & mine:  # the packet goes on in its piles
                     piles &= mine
-                    s[1] |= bit
+                    s.taken |= bit
                 else:  # into the pile beside: the way it goes through them, once known
-                    up = mine & (piles << 1) if s[4] >= 0 else 0
-                    down = mine & (piles >> 1) if s[4] <= 0 else 0
+                    up = mine & (piles << 1) if s.way >= 0 else 0
+                    down = mine & (piles >> 1) if s.way <= 0 else 0
                     piles = up | down
-                    s[1] = bit
-                    s[4] = 0 if up and down else 1 if up else -1
-                s[0] = piles
+                    s.taken = bit
+                    s.way = 0 if up and down else 1 if up else -1
+                s.piles = piles
             elif mine:
                 if len(streams) >= STREAMS:
                     streams.pop()
                 piles = mine
-                s = [mine, bit, 0, 0, 0, 0, 0]
+                s = Stream(mine, bit)
                 streams.insert(0, s)
             else:  # a face the last shoe never read: no pile to follow
                 if l0 >= threshold or l1 >= threshold or l2 >= threshold:
@@ -276,21 +323,21 @@ class PacketTest:
                 continue
             # the stream's prediction: its piles' faces it has not taken, and the next
             # pile's (on its way, once known) — those not among the first apart
-            way = s[4]
+            way = s.way
             beside = ((piles << 1 if way >= 0 else 0) | (piles >> 1 if way <= 0 else 0)) \
                 & ~piles & every
             own = (pile_faces[piles.bit_length() - 1] if not piles & (piles - 1)
-                   else memo.get(piles) or union_of(piles))
+                   else memo.get(piles) or self._union(piles))
             near = (0 if not beside else pile_faces[beside.bit_length() - 1]
-                    if not beside & (beside - 1) else memo.get(beside) or union_of(beside))
-            own &= ~s[1]
+                    if not beside & (beside - 1) else memo.get(beside) or self._union(beside))
+            own &= ~s.taken
             near &= ~own
             predicted = own | near
-            s[2] = predicted
-            s[3] = (predicted & left).bit_count()
+            s.predicted = predicted
+            s.k = popcount(predicted & left)
             if split:  # (predictor 1 spreads its share over both alike)
-                s[5] = near
-                s[6] = (near & left).bit_count()
+                s.near = near
+                s.kb = popcount(near & left)
             if l0 >= threshold or l1 >= threshold or l2 >= threshold:
                 self.logs = [l0, l1, l2]
                 if self.value >= threshold:

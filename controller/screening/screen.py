@@ -28,9 +28,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import repeat
-from operator import add, attrgetter, mul
+from operator import add, mul
+from typing import Final
+
+from mypy_extensions import mypyc_attr
 
 from controller.cards import Card
 from controller.screening.evidence import (
@@ -48,7 +50,6 @@ from controller.screening.reference import (
     HAND_ORDERS,
     NEW_DECK,
     PREVIOUS_SHOE,
-    HandOrder,
     Reference,
     new_deck_reference,
     ordered_reference,
@@ -63,17 +64,13 @@ from controller.screening.sequential import (
     shelf_tables,
     window_for,
 )
-
-FIRST_BATCH = 8  # a shoe's first batch: an unshuffled pack is caught at its 8th card
-BATCH = 16  # then every 16 cards …
-WARM_BATCH = 2  # … or every 2 while a statistic is at least half way to its threshold …
-EARLY_CARDS = 40
-"""… or, within a shoe's first 40 cards, every ``early_batch`` cards (a profile's
-``[shuffle_screen] early_batch``): a pack only cut, or riffled once, crosses its threshold
-within its first 10–20 cards, and a batch of 16 raised it up to 15 cards later (a round or
-two of play), where a batch of 4 raises it within 3 (measured: a cut-only pack of the
-discards, 90 % / 99 % raised by card 24 / 24 → 14 / 20; docs/shuffle-screening.md). Each
-batch costs a few µs, so later in the shoe the batches are long again."""
+from controller.screening.settings import (
+    BATCH,
+    EARLY_CARDS,
+    FIRST_BATCH,
+    WARM_BATCH,
+    ScreenSettings,
+)
 
 _LQ = math.log(RUN_Q)
 _L1Q = math.log(1 - RUN_Q)
@@ -82,47 +79,51 @@ PILE_Q = (0.05, 0.8, 0.15)
 pile 8 times in 10, in the next pile (the run crossing rounds) 15 in 100, elsewhere
 5 in 100 (the slug's ends)."""
 _LP0, _LP1, _LP2 = (math.log(q) for q in PILE_Q)
-_NEIGHBOURS = tuple(((f - 1) % FACES, (f + 1) % FACES) for f in range(FACES))
-_DECK_INDEX = attrgetter("deck_index")
+_NEIGHBOURS: Final = tuple(((f - 1) % FACES, (f + 1) % FACES) for f in range(FACES))
+_NEAR: Final = tuple(1 << a | 1 << b for a, b in _NEIGHBOURS)
+"""Per face, its two neighbours in new-deck order as a 52-bit face set."""
 _DECK = new_deck_reference()
 _DECK_WINDOW = window_for(_DECK.lag_one_chance())
 assert _DECK_WINDOW == 5, "the batch path looks back over five cards"
 
 
 
-@dataclass(frozen=True)
-class ScreenSettings:
-    """What the screen does at one table (the profile's ``[shuffle_screen]``)."""
-
-    enabled: bool = True
-    false_alarm_one_in: int = 1_000_000  # shoes
-    run_test: bool = True
-    continuation_test: bool = True
-    previous_shoe: bool = True  # also hold a shoe against the previous shoe's discards
-    shelf_test: bool = False  # the shelf test against new-deck order (a profile's choice)
-    #: the discards' piles are the hands, not the rounds: each hand collected whole, hand
-    #: after hand (002 §2 3.6, §3 3.6: so that the hands can be laid out again)
-    hand_piles: bool = False
-    #: the packet test against the previous shoe's discards (riffles of the discards)
-    packet_test: bool = False
-    #: its predictor (controller.screening.packets.PREDICTORS)
-    packet_predictor: int = 1
-    #: with hand_piles, how the packet test holds each hand's cards (HAND_ORDERS)
-    hand_order: HandOrder = "pile"
-    #: cards a batch holds within a shoe's first EARLY_CARDS cards (after the first batch)
-    early_batch: int = BATCH
-    #: the packet test's futility bound in nats (0: it follows the whole shoe)
-    packet_stop: int = 0
-
-    @property
-    def tests(self) -> int:
-        """(test, reference) pairs that may run in a shoe: the false-alarm budget's shares."""
-        return (self.run_test + self.continuation_test
-                + (self.run_test and self.previous_shoe) + self.shelf_test
-                + (self.packet_test and self.previous_shoe))
 
 
 
+def count_in(faces: int, counts: list[int]) -> int:
+    """The cards still to come (``counts`` per face) of the faces of a 52-bit face set:
+    a sum of integers, exact in any order. (Sets of faces are 52-bit integers, not
+    ``set``s: compiled, their operations are machine instructions.)"""
+    k = 0
+    while faces:
+        low = faces & -faces
+        k += counts[low.bit_length() - 1]
+        faces ^= low
+    return k
+
+
+def faces_from(shoe_faces: list[int], start: int, stop: int) -> int:
+    """The faces of ``shoe_faces[start:stop]`` as a 52-bit face set."""
+    got = 0
+    for i in range(start, stop):
+        got |= 1 << shoe_faces[i]
+    return got
+
+
+def near_from(shoe_faces: list[int], start: int, stop: int) -> int:
+    """The neighbours (new-deck order) of the faces of ``shoe_faces[start:stop]``, as a
+    52-bit face set."""
+    got = 0
+    for i in range(start, stop):
+        got |= _NEAR[shoe_faces[i]]
+    return got
+
+
+# compiled (controller/native.py): pickled and copied as in Python (engine snapshots);
+# allow_interpreted_subclasses works round mypyc 2.4, whose serializable classes skip
+# their __init__ when made from Python code
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class ShuffleScreen:
     """Sequential shuffle screening for one table (see the module docstring).
 
@@ -142,10 +143,11 @@ class ShuffleScreen:
         self._active = False
         self._alarmed = False
         self._faces: list[int] = []
-        #: the cards not judged yet, and how many make a batch: :meth:`card` appends to
-        #: ``pending`` and judges them when it holds ``due`` (the engine does the same in
-        #: line, without the call: a tenth of the screen's cost per card)
-        self.pending: list[Card] = []
+        #: the cards not judged yet (their faces, ``Card.deck_index``), and how many make a
+        #: batch: :meth:`card` appends to ``pending`` and judges them when it holds ``due``
+        #: (the engine does the same in line, without the call: a tenth of the screen's
+        #: cost per card)
+        self.pending: list[int] = []
         self._ends: list[int] = []  # where in them a round ended (its pile closes there)
         #: per round end in ``_ends``, the round's cards as (face, hand) when its pile is
         #: to be split into hands (``hand_piles``), else None
@@ -220,7 +222,7 @@ class ShuffleScreen:
         self._deck_run = s.run_test
         self._deck_cont = s.continuation_test
         self._pile = (self._previous if s.previous_shoe and s.run_test else None)
-        self._sides: dict[int, tuple[tuple[int, ...], tuple[int, ...], set[int]]] = {}
+        self._sides: dict[int, tuple[int, int, int, int]] = {}
         self._counts = [self.decks] * FACES
         #: per pile of the discards, the most cards still to come with a face of it or of
         #: the piles beside it (decks × their cards)
@@ -286,7 +288,7 @@ class ShuffleScreen:
         threshold; it is returned with the card that completed the batch
         (``raised_at``)."""
         pending = self.pending
-        pending.append(card)
+        pending.append(card.deck_index)
         if len(pending) >= self.due:
             return self.flush()
         return None
@@ -333,14 +335,13 @@ class ShuffleScreen:
     def flush(self) -> Finding | None:
         """Judge the cards dealt since the last batch (their faces join this shoe's piles
         first: the discards the next shoe is held against)."""
-        cards = self.pending
+        faces = self.pending
         self.pending = []
         piles = self._piles
         if not piles:
             self._ends = []
             self._hands = []
             return None
-        faces = list(map(_DECK_INDEX, cards))
         if -1 in faces:  # not a card of the notation (parse_card lets none through)
             faces = [f for f in faces if f >= 0]
         ends = self._ends
@@ -370,8 +371,8 @@ class ShuffleScreen:
         read = base + len(faces)
         shelf = self._shelf_pass(faces, base) if self._shelf_on else None
         packets = self._packet_pass(faces, base) if self._packets else None
-        judge = self._judge_exact if self._exact else self._judge_batch
-        finding = judge(faces, base)
+        finding = (self._judge_exact(faces, base) if self._exact
+                   else self._judge_batch(faces, base))
         if shelf is not None and (finding is None or shelf[0] < finding.position):
             finding = self._finding(self._deck, SHELF, shelf[1], self._h_cont, 1, 1, shelf[0])
         if packets is not None and (finding is None or packets[0] < finding.position):
@@ -391,9 +392,15 @@ class ShuffleScreen:
             w, pw = self._exact_state[3], self._exact_state[8]
         else:
             w, pw = self._state[1], self._state[6]
-        packets = max(max(p.logs) for p in self._packets) if self._packets else 0.0
-        return (2 * max(w, pw) >= self._h_run
-                or 2 * max(self._value, self._shelf_state[0], packets) >= self._h_cont)
+        top = max(self._value, self._shelf_state[0])
+        if self._packets:
+            packets = max(self._packets[0].logs)
+            for p in self._packets:
+                for v in p.logs:
+                    packets = max(packets, v)
+        else:
+            packets = 0.0
+        return 2 * max(w, pw) >= self._h_run or 2 * max(top, packets) >= self._h_cont
 
     # ------------------------------------------------------------------ the batch path
 
@@ -417,7 +424,6 @@ class ShuffleScreen:
         (total, w, w_start, hits, misses, null_log, pw, pw_start, narrow, p_piles, p_from,
          quiet) = self._state
         counts, until, ln = self._counts, self._until, self._ln
-        count_of = counts.__getitem__
         shoe_faces = self._faces
         deck_run, deck_cont = self._deck_run, self._deck_cont
         h_run, h_cont = self._h_run, self._h_cont
@@ -436,7 +442,10 @@ class ShuffleScreen:
         breaks = misses - base - 1  # the continuation test's breaks before card pos:
         # breaks + pos - cand
         pos = base
-        for pos, f in enumerate(faces, base + 1):
+        negative = False  # (a card the pack does not hold: its count went below zero)
+        for j in range(len(faces)):
+            f = faces[j]
+            pos = base + 1 + j
             if until[f] >= pos or w > 0.0:
                 n = left - pos
                 if deck_run:
@@ -460,13 +469,8 @@ class ShuffleScreen:
                         w_start = pos + 1
                     quiet = pos
                 if deck_cont and until[f] >= pos:
-                    if pos > 5:
-                        g1, g2, g3, g4, g5 = shoe_faces[pos - 6:pos - 1]
-                        near = {*neighbours[g1], *neighbours[g2], *neighbours[g3],
-                                *neighbours[g4], *neighbours[g5]}
-                    else:
-                        near = {x for g in shoe_faces[:pos - 1] for x in neighbours[g]}
-                    k = sum(map(count_of, near))
+                    k = count_in(near_from(shoe_faces, pos - 6 if pos > 5 else 0, pos - 1),
+                                 counts)
                     if 0 < k < n:
                         hits += 1
                         null_log += ln[k] - ln[n]
@@ -500,42 +504,37 @@ class ShuffleScreen:
                         sides = sides_of.get(p_piles)
                         if sides is None:
                             sides = self._sides_of(p_piles)
-                        same, beside, twins = sides
+                        same, beside, twins, faces_near = sides
                         n = left - pos
+                        spent = -1  # (not worked out yet)
                         if mine & p_piles:
-                            spent = set(shoe_faces[p_from - 1:pos - 1])
-                            if twins:
-                                spent -= twins
-                            side = 0 if f in spent else 1
+                            spent = faces_from(shoe_faces, p_from - 1, pos - 1) & ~twins
+                            side = 0 if spent >> f & 1 else 1
                         elif mine & ((p_piles << 1) | (p_piles >> 1)):
                             side = 2
                         else:
                             side = 0
-                            spent = None
-                        if side == 0 and pw <= 0.0 and \
-                                10 * (n - decks * (len(same) + len(beside))) >= n:
+                        if side == 0 and pw <= 0.0 and 10 * (n - decks * faces_near) >= n:
                             # at least 1 in 10 of the cards still to come lie elsewhere:
                             # ln(0.05/chance) < 0, the evidence stays at zero
                             p_piles, narrow, p_from = mine, 0, pos
                         else:
                             was = pw
                             if side == 2:
-                                pw += _LP2 - ln[sum(map(count_of, beside))] + ln[n]
+                                pw += _LP2 - ln[count_in(beside, counts)] + ln[n]
                                 p_piles = mine & ((p_piles << 1) | (p_piles >> 1))
                                 narrow = 2
                                 p_from = pos
                             else:
-                                if spent is None:
-                                    spent = set(shoe_faces[p_from - 1:pos - 1])
-                                    if twins:
-                                        spent -= twins
-                                k = sum(map(count_of, same)) - sum(map(count_of, spent))
+                                if spent < 0:
+                                    spent = faces_from(shoe_faces, p_from - 1, pos - 1) & ~twins
+                                k = count_in(same, counts) - count_in(spent, counts)
                                 if side == 1:
                                     pw += _LP1 - ln[k] + ln[n]
                                     p_piles &= mine
                                     narrow = 2
                                 else:
-                                    k = n - k - sum(map(count_of, beside))
+                                    k = n - k - count_in(beside, counts)
                                     if k:
                                         pw += _LP0 - ln[k] + ln[n]
                                     p_piles, narrow, p_from = mine, 0, pos
@@ -558,8 +557,11 @@ class ShuffleScreen:
                     p_piles, narrow, p_from = mine, 0, pos
             a, b = neighbours[f]
             until[a] = until[b] = pos + window
-            counts[f] -= 1
-        if min(counts) < 0:
+            c = counts[f]
+            if c <= 0:
+                negative = True
+            counts[f] = c - 1
+        if negative:
             return self._held_twice()
         size = len(faces)
         if deck_run and w <= 0.0 and quiet != pos:
@@ -650,7 +652,6 @@ class ShuffleScreen:
         (counts, total, prev, w, w_start, hits, misses, null_log,
          pw, pw_start, p_narrow, p_piles, p_from) = self._exact_state
         until, ln = self._until, self._ln
-        count_of = counts.__getitem__
         deck_run, deck_cont = self._deck_run, self._deck_cont
         h_run, h_cont = self._h_run, self._h_cont
         ga, gb, gab, lb0 = self._ga, self._gb, self._gab, self._lb0
@@ -693,15 +694,8 @@ class ShuffleScreen:
                         w_start = pos + 1
                 if deck_cont:
                     if until[f] >= pos:
-                        if pos > 5 and window == 5:
-                            g1, g2, g3, g4, g5 = shoe_faces[pos - 6:pos - 1]
-                            near = {*neighbours[g1], *neighbours[g2], *neighbours[g3],
-                                    *neighbours[g4], *neighbours[g5]}
-                        else:
-                            near = {x for g in shoe_faces[pos - 1 - window if pos > window
-                                                          else 0:pos - 1]
-                                    for x in neighbours[g]}
-                        k = sum(map(count_of, near))
+                        k = count_in(near_from(shoe_faces, pos - 1 - window if pos > window
+                                               else 0, pos - 1), counts)
                         if 0 < k < n:
                             hits += 1
                             null_log += ln[k] - ln[n]
@@ -730,30 +724,31 @@ class ShuffleScreen:
                     sides = p_sides.get(p_piles)
                     if sides is None:
                         sides = self._sides_of(p_piles)
-                    same, beside, twins = sides
+                    same, beside, twins, _ = sides
                     n = total
+                    k = 0
                     if mine & p_piles:
                         # the faces the run already took from its piles
-                        spent = set(shoe_faces[p_from - 1:pos - 1]) - twins
-                        k = sum(map(count_of, same)) - sum(map(count_of, spent))
-                        side = 0 if f in spent else 1
+                        spent = faces_from(shoe_faces, p_from - 1, pos - 1) & ~twins
+                        k = count_in(same, counts) - count_in(spent, counts)
+                        side = 0 if spent >> f & 1 else 1
                     elif mine & ((p_piles << 1) | (p_piles >> 1)):  # (p_piles: not mine)
                         side = 2
                     else:
-                        spent = set(shoe_faces[p_from - 1:pos - 1]) - twins
-                        k = sum(map(count_of, same)) - sum(map(count_of, spent))
+                        spent = faces_from(shoe_faces, p_from - 1, pos - 1) & ~twins
+                        k = count_in(same, counts) - count_in(spent, counts)
                         side = 0
                     if side == 1:
                         pw += _LP1 - ln[k] + ln[n]
                         p_piles &= mine
                         p_narrow += 1
                     elif side == 2:
-                        pw += _LP2 - ln[sum(map(count_of, beside))] + ln[n]
+                        pw += _LP2 - ln[count_in(beside, counts)] + ln[n]
                         p_piles = mine & ((p_piles << 1) | (p_piles >> 1))
                         p_narrow += 1
                         p_from = pos
                     else:
-                        k = n - k - sum(map(count_of, beside))
+                        k = n - k - count_in(beside, counts)
                         if k:
                             pw += _LP0 - ln[k] + ln[n]
                         p_piles, p_narrow, p_from = mine, 0, pos
@@ -784,31 +779,34 @@ class ShuffleScreen:
                              pw, pw_start, p_narrow, p_piles, p_from)
         return None
 
-    def _sides_of(self, piles: int) -> tuple[tuple[int, ...], tuple[int, ...], set[int]]:
+    def _sides_of(self, piles: int) -> tuple[int, int, int, int]:
         """The faces of a run's piles, of the piles beside them (not in the run's), and the
-        faces one of the run's piles holds twice or more (memoised per shoe)."""
+        faces one of the run's piles holds twice or more, as 52-bit face sets; and how
+        many faces the first two hold (memoised per shoe)."""
         pile = self._pile
         assert pile is not None
         kept = pile.piles
         last = len(kept) - 1
-        same: set[int] = set()
-        near: set[int] = set()
-        twins: set[int] = set()
+        same = near = twins = 0
         rest = piles & ((1 << len(kept)) - 1)
         while rest:
             low = rest & -rest
             i = low.bit_length() - 1
             rest ^= low
-            faces = kept[i]
-            these = set(faces)
+            these = 0
+            for f in kept[i]:
+                if these >> f & 1:
+                    twins |= 1 << f
+                these |= 1 << f
             same |= these
-            if len(these) < len(faces):
-                twins.update(f for f in these if faces.count(f) > 1)
             if i:
-                near.update(kept[i - 1])
+                for g in kept[i - 1]:
+                    near |= 1 << g
             if i < last:
-                near.update(kept[i + 1])
-        got = self._sides[piles] = (tuple(same), tuple(near - same), twins)
+                for g in kept[i + 1]:
+                    near |= 1 << g
+        near &= ~same
+        got = self._sides[piles] = (same, near, twins, same.bit_count() + near.bit_count())
         return got
 
     # ------------------------------------------------------------------ evidence

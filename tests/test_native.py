@@ -1,0 +1,110 @@
+"""The compiled modules (controller/native.py): built for the tests, never stale, and
+deciding exactly as their source does."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from benchmarks.screen_trials import MODELS, day_of_findings
+from controller import native
+from controller.screening import screen as compiled_screen
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_screen_runs_compiled() -> None:
+    # make test builds the compiled modules (gcc and python3-dev, installed by make when
+    # missing): what the benchmarks measure and a table runs is what the tests test
+    for module in native.COMPILED:
+        __import__(module)
+        assert native.STATUS[module] == "compiled", (
+            f"{module}: {native.STATUS[module]} — install gcc and python3-dev "
+            "(apt-get install gcc python3-dev), then run make native")
+        assert native.is_compiled(sys.modules[module])
+
+
+def test_the_makefile_compiles_what_native_lists() -> None:
+    sources = re.search(r"^NATIVE_SOURCES := (.+)$", (ROOT / "Makefile").read_text(),
+                        re.MULTILINE)
+    assert sources is not None
+    assert sorted(sources.group(1).split()) == sorted(
+        str(native.source_path(m).relative_to(ROOT)) for m in native.COMPILED)
+
+
+@contextlib.contextmanager
+def _sources() -> Iterator[ModuleType]:
+    """The screen as its source, with the source of every compiled module it imports; the
+    compiled modules are put back after."""
+    saved = {m: sys.modules[m] for m in native.COMPILED}
+    try:
+        for module in native.COMPILED:
+            native._load_source(module)
+        yield sys.modules["controller.screening.screen"]
+    finally:
+        for module, was in saved.items():
+            sys.modules[module] = was
+            parent, _, name = module.rpartition(".")
+            setattr(sys.modules[parent], name, was)
+
+
+@pytest.mark.parametrize("model", [None, "cut only", "2 riffles", "discards cut only",
+                                   "discards 1 riffle", "discards 2 riffles", "slug 20",
+                                   "slug 40"])
+def test_the_compiled_screen_decides_as_its_source(model: str | None) -> None:
+    # the same findings (test, value to the last bit, card, evidence, the card raised at),
+    # fair or not, in four profiles and three seeds: the compiled screen is the source's
+    assert model is None or model in MODELS
+    with _sources() as source:
+        assert not native.is_compiled(source) and native.is_compiled(compiled_screen)
+        pure_class = source.ShuffleScreen
+    flagged = 0
+    for name in ("gr-banco-punto", "gr-blackjack", "live-blackjack", "gr-chemin-de-fer"):
+        for seed in range(3):
+            compiled = day_of_findings(name, model, seed)
+            pure = day_of_findings(name, model, seed, screen_class=pure_class)
+            assert compiled == pure, (name, model, seed)
+            flagged += sum(f is not None for f in compiled)
+    assert flagged or model in (None, "slug 20")
+
+
+def test_a_compiled_module_whose_source_changed_is_not_used(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    # an edit or a checkout after the build: the compiled module is no longer the file's
+    # code, so the source runs (and says why)
+    module = native.COMPILED[0]
+    record = tmp_path / "native.json"
+    record.write_text(json.dumps({module: "0" * 64}))
+    monkeypatch.setattr(native, "BUILD_RECORD", record)
+    assert native.why_source(module) == "its source changed after it was compiled (make native)"
+    record.write_text(json.dumps({module: native.source_digest(module)}))
+    assert native.why_source(module) is None
+    record.write_text("{}")
+    assert "not in native.json" in (native.why_source(module) or "")
+    record.write_text("not json")
+    assert "not in native.json" in (native.why_source(module) or "")
+    monkeypatch.setenv(native.PURE_ENV, "1")
+    assert native.why_source(module) == f"{native.PURE_ENV} is set"
+
+
+def test_shoewarden_pure_runs_the_sources() -> None:
+    # SHOEWARDEN_PURE=1: the sources, whatever is built (a profile of the Python, a check
+    # that a table without a compiler works), the engine with them as ever
+    code = ("import controller.screening.screen as s, controller.screening.packets as p;"
+            "from controller import native;"
+            "print(native.is_compiled(s), native.is_compiled(p), native.summary())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, native.PURE_ENV: "1"}, check=True)
+    assert out.stdout.split()[:2] == ["False", "False"], out
+    assert f"source: {native.PURE_ENV} is set" in out.stdout
+    assert out.stderr == ""  # (asked for: nothing to warn about)
