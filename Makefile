@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # sources run: the same decisions, slower. `make test` installs both (test_native.py fails
 # without them); `make run` does not need them.
 NATIVE := controller/native.json
-NATIVE_SOURCES := controller/screening/packets.py controller/screening/screen.py
+NATIVE_SOURCES := controller/screening/reference.py controller/screening/packets.py \
+                  controller/screening/screen.py
 $(NATIVE): setup.py controller/native.py $(NATIVE_SOURCES) | $(STAMP)
 	$(BIN)/python setup.py --quiet build_ext --inplace
 

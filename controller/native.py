@@ -28,7 +28,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-COMPILED = ("controller.screening.packets", "controller.screening.screen")
+COMPILED = ("controller.screening.reference", "controller.screening.packets",
+            "controller.screening.screen")
 """The modules ``setup.py`` compiles, each after the compiled modules it imports."""
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -33,17 +33,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from functools import cache, cached_property
-from typing import Literal
+from functools import cache
+from typing import Final, Literal
+
+from mypy_extensions import mypyc_attr
 
 from controller.screening.faces import FACES, FIELD, face_card, mask_of
 
-_FACE_BIT = tuple(1 << f for f in range(FACES))
+_FACE_BIT: Final = tuple(1 << f for f in range(FACES))
 
 NEW_DECK = "new-deck"
 PREVIOUS_SHOE = "previous-shoe"
 
 
+@mypyc_attr(native_class=False)  # (compiled: a frozen dataclass pickles as Python's)
 @dataclass(frozen=True)
 class Reference:
     """One reference order: its kind, what it is (for the evidence), and its relation.
@@ -62,12 +65,8 @@ class Reference:
     details: dict[str, object] = field(default_factory=dict)
     piles_of: tuple[int, ...] = ()
     piles: tuple[Sequence[int], ...] = ()
-
-    @cached_property
-    def pile_faces52(self) -> tuple[int, ...]:
-        """Per pile, its faces as a 52-bit set (the evidence and the tests ask; the live
-        screen reads ``piles``)."""
-        return tuple(sum(map(_FACE_BIT.__getitem__, set(p))) for p in self.piles)
+    #: per pile, its faces as a 52-bit set (made with ``piles``, by :func:`pile_reference`)
+    pile_faces52: tuple[int, ...] = ()
 
     @property
     def has_piles(self) -> bool:
@@ -112,13 +111,27 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int,
     included, or a hand's: ``unit``), in the order collected; ``pack`` the pack's size
     (the rest were never read)."""
     kept = tuple(p for p in piles if p)  # (not copied: a shoe's piles are not touched again)
-    piles_of = [0] * FACES
-    bit = 1
-    for pile in kept:  # the one pass over the cards: a shoe's start pays it
+    # the one pass over the cards (a shoe's start pays it): per face the piles holding it,
+    # listed, then as one bitmask (a long integer: set once, not once a card); per pile
+    # its faces (a 52-bit set)
+    at: list[list[int]] = [[] for _ in range(FACES)]
+    pile_faces: list[int] = []
+    read = 0
+    for i, pile in enumerate(kept):
+        faces = 0
         for f in pile:
-            piles_of[f] |= bit
-        bit <<= 1
-    read = sum(map(len, kept))
+            if not faces >> f & 1:  # (a twin in the same pile: the pile once)
+                faces |= 1 << f
+                at[f].append(i)
+        pile_faces.append(faces)
+        read += len(pile)
+    size = (len(kept) >> 3) + 1
+    piles_of: list[int] = []
+    for f in range(FACES):
+        mask = bytearray(size)  # (a long integer made once, not grown pile by pile)
+        for i in at[f]:
+            mask[i >> 3] |= 1 << (i & 7)
+        piles_of.append(int.from_bytes(mask, "little"))
     rounds = len(kept)
     description = (f"shoe {shoe}'s discards: {rounds} {unit} pile(s), {read} card(s) read, "
                    f"{max(0, pack - read)} never read")
@@ -126,7 +139,8 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int,
                                   "read": read, "unread": max(0, pack - read)}
     if unit != "round":  # (a log written before hand piles replays with its evidence)
         details["pile"] = unit
-    return Reference(PREVIOUS_SHOE, description, (), details, tuple(piles_of), kept)
+    return Reference(PREVIOUS_SHOE, description, (), details, tuple(piles_of), kept,
+                     tuple(pile_faces))
 
 
 HandOrder = Literal["pile", "dealt", "reversed", "either", "all"]
