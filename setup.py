@@ -54,11 +54,11 @@ def ext_modules() -> list:
     except ImportError:  # (no mypy where this runs: the sources run)
         print("mypyc is not installed: no module is compiled", file=sys.stderr)
         return []
-    # one group, its shared library inside the package (controller/screening/
-    # _compiled__mypyc.*.so): a top-level one is not found where the package is installed
-    # by path (pip install -e), nor by a script run from elsewhere
+    # one group, its shared library inside the package (controller/_compiled__mypyc.*.so):
+    # a top-level one is not found where the package is installed by path (pip install
+    # -e), nor by a script run from elsewhere
     exts = mypycify([str(source_path(m).relative_to(HERE)) for m in COMPILED],
-                    opt_level="3", debug_level="0", group_name="controller.screening._compiled")
+                    opt_level="3", debug_level="0", group_name="controller._compiled")
     for ext in exts:
         ext.optional = True  # (no compiler: a warning, and the sources run)
     return exts

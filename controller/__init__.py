@@ -6,3 +6,7 @@ dealer prompts, deviations). See docs/architecture.md.
 """
 
 __version__ = "0.1.0"
+
+from controller import native
+
+native.prefer_source(__name__)  # (controller.rounds: a stale compiled module never runs)

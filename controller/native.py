@@ -2,12 +2,14 @@
 
 The shuffle screen judges every card the shoe reads, and its tests are loops over small
 integers and bit sets: as Python bytecode they cost the engine 40–80 % of its time per
-card, where issue 10 allows 10 % (docs/architecture.md, "Compiled modules"). mypyc
+card, where issue 10 allows 10 %; the game referees judge every card of a round, a fifth
+of the engine's time on baccarat, two fifths on blackjack (docs/architecture.md,
+"Compiled modules"). mypyc
 compiles the same type-checked source to C: the same operations on the same values in the
-same order — Python's integers, IEEE doubles, libm's ``log`` — so a compiled screen
-decides exactly as the source does (tests/test_native.py holds the two side by side over
-simulated shoes). Nothing else changes: the source is still the module's definition, and
-a table without a compiler runs it as it is, more slowly.
+same order — Python's integers, IEEE doubles, libm's ``log`` — so compiled code decides
+exactly as the source does (tests/test_native.py holds the two side by side over simulated
+shoes and planted slips). Nothing else changes: the source is still the module's
+definition, and a table without a compiler runs it as it is, more slowly.
 
 ``setup.py`` compiles :data:`COMPILED` (``pip install -e .``, ``make native``) and records
 in ``controller/native.json`` the SHA-256 of each source it compiled. A compiled module
@@ -29,7 +31,8 @@ from pathlib import Path
 from types import ModuleType
 
 COMPILED = ("controller.screening.reference", "controller.screening.packets",
-            "controller.screening.screen")
+            "controller.screening.screen", "controller.rounds", "controller.games.baccarat",
+            "controller.games.blackjack", "controller.games.stud")
 """The modules ``setup.py`` compiles, each after the compiled modules it imports."""
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from controller.deviations import Deviation, DeviationCode
 from controller.events import BetsClosed, CardDrawn
 from controller.outputs import Note, Output
@@ -39,6 +41,10 @@ class DealtCard(NamedTuple):
     why: str  # "deal", "exposed", "burn", ...
 
 
+# compiled (controller/native.py): pickled and copied as in Python (engine snapshots);
+# allow_interpreted_subclasses works round mypyc 2.4, whose serializable classes skip
+# their __init__ when made from Python code
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CardLedger:
     """Records the cards of one round in order; knows nothing of the game's hands."""
 

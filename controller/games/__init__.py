@@ -9,5 +9,9 @@ engine, is pure: cards and actions in, notes and deviations out.
 import importlib
 import pkgutil
 
+from controller import native
+
+native.prefer_source(__name__)  # (before the imports: a stale compiled module never runs)
+
 for _info in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_info.name}")

@@ -50,6 +50,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from controller.cards import baccarat_value
 from controller.events import BetsClosed, CardDrawn
 from controller.outputs import Note, Output
@@ -158,6 +160,7 @@ def tableau_of(rule: BaccaratRule) -> tuple[Rule, BankRule]:
 # ---------------------------------------------------------------------------- the referee
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)  # (as CardLedger)
 class BaccaratReferee(CardLedger):
     """Checks a baccarat-family round against the profile's tableau; lays out the result."""
 

@@ -39,6 +39,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from controller.cards import Card, blackjack_total
 from controller.deviations import Deviation
 from controller.events import DISCARD_NAMES, BetsClosed, CardDrawn
@@ -89,6 +91,7 @@ def is_blackjack(cards: list[Card]) -> bool:
 _DRAWN = frozenset({"hit", "double", "split"})  # a card a player's hand drew in play
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)  # (as CardLedger)
 class _Box:
     def __init__(self, number: int) -> None:
         self.number = number
@@ -97,6 +100,7 @@ class _Box:
         self.ace_splits = 0
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)  # (as CardLedger)
 class _Rec:
     """One card of the round and where it ended up (a hand, the dealer, the discard)."""
 
@@ -108,6 +112,7 @@ class _Rec:
         self.why = why
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)  # (as CardLedger)
 class _Hand:
     def __init__(self, box: _Box | None) -> None:
         self.box = box  # None: the dealer
@@ -150,6 +155,7 @@ class _Hand:
         return self.doubled_at is not None and len(self.cards) <= self.doubled_at
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)  # (as CardLedger)
 class BlackjackReferee(CardLedger):
     """Lays a blackjack round out on its hands and checks every card and action."""
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from controller.deviations import Deviation
 from controller.events import MAX_SEATS, BetsClosed, CardDrawn
 from controller.outputs import Note, Output
@@ -60,6 +62,7 @@ def dealing_order(players: int) -> list[str]:
     return [f"P{i}" for i in range(1, players + 1)] + [DEALER]
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)  # (as CardLedger)
 class StudReferee(CardLedger):
     """Counts a stud round's cards, voids hands dealt the wrong number, shows the result."""
 
