@@ -87,16 +87,14 @@ EXPLAINED: Final = 2
 goes next (against its chance under a fair shuffle). The statistic weighs every stream; the
 count is what a pit boss can read: a riffle deals from two packets at a time."""
 
-_WORD_BITS: Final = 60
-_WORD: Final = (1 << _WORD_BITS) - 1  # (a machine integer, compiled: mypyc's are 63 bits)
-_POP16: Final = tuple(i.bit_count() for i in range(1 << 16))
+_POP13: Final = tuple(i.bit_count() for i in range(1 << 13))  # (a millisecond to make)
 
 
 def popcount(face_set: int) -> int:
     """How many faces a 52-bit face set holds: ``int.bit_count``, which a compiled module
     calls as a Python method (a tenth of the test's time per card); four look-ups are C."""
-    return (_POP16[face_set & 0xFFFF] + _POP16[face_set >> 16 & 0xFFFF]
-            + _POP16[face_set >> 32 & 0xFFFF] + _POP16[face_set >> 48])
+    return (_POP13[face_set & 0x1FFF] + _POP13[face_set >> 13 & 0x1FFF]
+            + _POP13[face_set >> 26 & 0x1FFF] + _POP13[face_set >> 39])
 
 
 _LOG_MIX: Final = math.log(3)  # (three shares a predictor)
@@ -149,6 +147,10 @@ class PacketTest:
         self._all = (1 << len(pile_faces)) - 1
         self._faces_of: dict[int, int] = {}
         self.counts = [decks] * FACES
+        #: per face, a new stream's prediction (faces of its piles, of those beside), once
+        #: a stream has started with it (-1: none yet)
+        self._fresh_own = [-1] * FACES
+        self._fresh_near = [-1] * FACES
         self._left = (1 << FACES) - 1  # the faces with a card still to come
         self.n = decks * FACES
         self.logs = [0.0] * 3  # ln of each share's product
@@ -166,23 +168,18 @@ class PacketTest:
         card loop takes one pile's faces, or a set it kept already, itself.
 
         A shoe has more piles than a machine word has bits, so ``piles`` is often a long
-        integer; its piles lie close together (a packet's, and the piles beside them). So
-        the set is read a word at a time from its lowest pile: one shift of the long
-        integer a word, the bits within the word as machine integers (compiled)."""
+        integer, each operation on which allocates: it is read as bytes, once (compiled,
+        the bits of a byte are machine integers)."""
         got = 0
         faces = self._pile_faces
         rest = piles & self._all
-        base = 0
-        while rest:
-            low = (rest & -rest).bit_length() - 1
-            word = (rest >> low) & _WORD
-            rest = rest >> (low + _WORD_BITS)
-            at = base + low
-            base = at + _WORD_BITS
-            while word:
-                bit = word & -word
-                got |= faces[at + bit.bit_length() - 1]
-                word ^= bit
+        data = rest.to_bytes((rest.bit_length() + 7) >> 3, "little")
+        for i in range(len(data)):
+            byte = data[i]
+            while byte:
+                low = byte & -byte
+                got |= faces[(i << 3) + low.bit_length() - 1]
+                byte ^= low
         self._faces_of[piles] = got
         return got
 
@@ -226,6 +223,7 @@ class PacketTest:
         pile_faces = self._pile_faces
         every = self._all
         memo = self._faces_of
+        fresh_own, fresh_near = self._fresh_own, self._fresh_near
         explain = self.explain
         l0, l1, l2 = logs
         f0, f1, f2 = self._f
@@ -308,12 +306,38 @@ class PacketTest:
                     s.taken = bit
                     s.way = 0 if up and down else 1 if up else -1
                 s.piles = piles
+                # the stream's prediction: its piles' faces it has not taken, and the next
+                # pile's (on its way, once known) — those not among the first apart
+                way = s.way
+                beside = ((piles << 1 if way >= 0 else 0) | (piles >> 1 if way <= 0 else 0)) \
+                    & ~piles & every
+                own = (pile_faces[piles.bit_length() - 1] if not piles & (piles - 1)
+                       else memo.get(piles) or self._union(piles))
+                near = (0 if not beside else pile_faces[beside.bit_length() - 1]
+                        if not beside & (beside - 1) else memo.get(beside) or self._union(beside))
+                own &= ~s.taken
+                near &= ~own
             elif mine:
                 if len(streams) >= STREAMS:
                     streams.pop()
-                piles = mine
                 s = Stream(mine, bit)
                 streams.insert(0, s)
+                # a new stream's prediction (as above: its piles are the face's, it took
+                # the face, its way is not known) depends on the face alone: worked out the
+                # first time the face starts one — most cards of a fair shoe do, and the
+                # piles of a face are a long integer, each operation on which allocates
+                own = fresh_own[f]
+                if own < 0:
+                    beside = ((mine << 1) | (mine >> 1)) & ~mine & every
+                    own = (pile_faces[mine.bit_length() - 1] if not mine & (mine - 1)
+                           else memo.get(mine) or self._union(mine)) & ~bit
+                    near = (0 if not beside else pile_faces[beside.bit_length() - 1]
+                            if not beside & (beside - 1)
+                            else memo.get(beside) or self._union(beside)) & ~own
+                    fresh_own[f] = own
+                    fresh_near[f] = near
+                else:
+                    near = fresh_near[f]
             else:  # a face the last shoe never read: no pile to follow
                 if l0 >= threshold or l1 >= threshold or l2 >= threshold:
                     self.logs = [l0, l1, l2]
@@ -321,17 +345,6 @@ class PacketTest:
                         crossed = at
                         break
                 continue
-            # the stream's prediction: its piles' faces it has not taken, and the next
-            # pile's (on its way, once known) — those not among the first apart
-            way = s.way
-            beside = ((piles << 1 if way >= 0 else 0) | (piles >> 1 if way <= 0 else 0)) \
-                & ~piles & every
-            own = (pile_faces[piles.bit_length() - 1] if not piles & (piles - 1)
-                   else memo.get(piles) or self._union(piles))
-            near = (0 if not beside else pile_faces[beside.bit_length() - 1]
-                    if not beside & (beside - 1) else memo.get(beside) or self._union(beside))
-            own &= ~s.taken
-            near &= ~own
             predicted = own | near
             s.predicted = predicted
             s.k = popcount(predicted & left)

@@ -110,28 +110,34 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int,
     """The previous shoe's discards: ``piles`` are the faces of each pile (a round's, burns
     included, or a hand's: ``unit``), in the order collected; ``pack`` the pack's size
     (the rest were never read)."""
-    kept = tuple(p for p in piles if p)  # (not copied: a shoe's piles are not touched again)
+    kept = tuple(list(p) for p in piles if p)  # (lists: compiled, read without iterators)
     # the one pass over the cards (a shoe's start pays it): per face the piles holding it,
     # listed, then as one bitmask (a long integer: set once, not once a card); per pile
     # its faces (a 52-bit set)
     at: list[list[int]] = [[] for _ in range(FACES)]
     pile_faces: list[int] = []
     read = 0
-    for i, pile in enumerate(kept):
+    for i in range(len(kept)):
+        pile = kept[i]
         faces = 0
-        for f in pile:
+        for j in range(len(pile)):
+            f = pile[j]
             if not faces >> f & 1:  # (a twin in the same pile: the pile once)
                 faces |= 1 << f
                 at[f].append(i)
         pile_faces.append(faces)
         read += len(pile)
-    size = (len(kept) >> 3) + 1
     piles_of: list[int] = []
     for f in range(FACES):
-        mask = bytearray(size)  # (a long integer made once, not grown pile by pile)
+        mask = 0  # (a long integer: built a machine word at a time, not a pile at a time)
+        word = base = 0
         for i in at[f]:
-            mask[i >> 3] |= 1 << (i & 7)
-        piles_of.append(int.from_bytes(mask, "little"))
+            if i - base >= 60:
+                mask |= word << base
+                base = i - i % 60
+                word = 0
+            word |= 1 << (i - base)
+        piles_of.append(mask | word << base)
     rounds = len(kept)
     description = (f"shoe {shoe}'s discards: {rounds} {unit} pile(s), {read} card(s) read, "
                    f"{max(0, pack - read)} never read")
