@@ -26,7 +26,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 NATIVE := controller/native.json
 NATIVE_SOURCES := controller/screening/reference.py controller/screening/packets.py \
                   controller/screening/screen.py controller/rounds.py \
-                  controller/games/baccarat.py controller/games/blackjack.py controller/games/stud.py
+                  controller/games/baccarat.py controller/games/blackjack.py controller/games/stud.py \
+                  controller/audit/replay.py
 $(NATIVE): setup.py controller/native.py $(NATIVE_SOURCES) | $(STAMP)
 	$(BIN)/python setup.py --quiet build_ext --inplace
 

@@ -32,7 +32,8 @@ from types import ModuleType
 
 COMPILED = ("controller.screening.reference", "controller.screening.packets",
             "controller.screening.screen", "controller.rounds", "controller.games.baccarat",
-            "controller.games.blackjack", "controller.games.stud")
+            "controller.games.blackjack", "controller.games.stud",
+            "controller.audit.replay")
 """The modules ``setup.py`` compiles, each after the compiled modules it imports."""
 
 ROOT = Path(__file__).resolve().parent.parent

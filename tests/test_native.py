@@ -154,3 +154,15 @@ def test_shoewarden_pure_runs_the_sources() -> None:
     assert out.stdout.split()[:2] == ["False", "False"], out
     assert f"source: {native.PURE_ENV} is set" in out.stdout
     assert out.stderr == ""  # (asked for: nothing to warn about)
+
+
+def test_the_loader_is_a_leaf() -> None:
+    # every package that holds a compiled module imports it first (the audit chain core
+    # among them, which may import only leaves): the standard library, nothing else
+    import ast
+
+    tree = ast.parse(native.source_path("controller.native").read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert all(n.split(".")[0] in sys.stdlib_module_names or n == "__future__"
+               for n in names), names

@@ -79,3 +79,7 @@ __all__ = [
     "verify_lines",
     "verify_set",
 ]
+
+from controller import native
+
+native.prefer_source(__name__)  # (controller.audit.replay, imported by name: never stale)

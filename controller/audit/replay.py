@@ -221,14 +221,13 @@ _OUTPUT = operator.itemgetter(1)  # a logged (record, output) pair's output
 
 def _logged_key(record: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
     """A record's (or the engine's) context as one tuple: table, shoe, round, state (None
-    for a key it lacks). Every record and the engine's context hold all four: one C call."""
+    for a key it lacks). Every record and the engine's context hold all four (compiled,
+    four look-ups are C; an ``itemgetter`` would be a call through Python)."""
     try:
-        return _CONTEXT_KEY(record)
+        return record["table"], record["shoe"], record["round"], record["state"]
     except KeyError:
         return record.get("table"), record.get("shoe"), record.get("round"), record.get("state")
 
-
-_CONTEXT_KEY = operator.itemgetter(*CONTEXT)
 
 
 def _key(value: Any) -> str:
