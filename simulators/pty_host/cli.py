@@ -7,6 +7,7 @@ bad input. ``shoewarden sim`` and ``shoewarden bench`` (its child process) run t
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import signal
@@ -76,6 +77,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m simulators.pty_ho
             if getattr(args, opt) is not None:
                 setattr(plan, attr, getattr(args, opt))
         person = args.dealer == "person"
+        if person and plan.start == DayPlan().start:
+            # the person types at `run`'s console, which stamps each input with the real
+            # clock: the day's dates (a deck lot's first use) are today's, or the lots age
+            # with the calendar (DECK_EXPIRED ten days after the plan's fixed date)
+            plan.start = dt.datetime.now(dt.UTC).replace(microsecond=0)
         host = PtyHost(profile_name, args.seed, plan=plan, scenario=scenario, pace=args.pace,
                        shuffler="none" if args.no_shuffler else None,
                        link_dir=args.link_dir, wait_for_hello=not args.no_wait,
