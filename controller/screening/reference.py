@@ -110,7 +110,11 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int,
     """The previous shoe's discards: ``piles`` are the faces of each pile (a round's, burns
     included, or a hand's: ``unit``), in the order collected; ``pack`` the pack's size
     (the rest were never read)."""
-    kept = tuple(list(p) for p in piles if p)  # (lists: compiled, read without iterators)
+    listed: list[list[int]] = []  # (lists: compiled, read without iterators)
+    for p in piles:
+        if p:
+            listed.append(p if isinstance(p, list) else list(p))
+    kept = tuple(listed)
     # the one pass over the cards (a shoe's start pays it): per face the piles holding it,
     # listed, then as one bitmask (a long integer: set once, not once a card); per pile
     # its faces (a 52-bit set)
@@ -169,9 +173,12 @@ def ordered_reference(piles: Sequence[Sequence[int]], hand_piles: Collection[int
     again (002 §3 3.6): its cards keep their order, but which way up the guide does not
     say, so a profile names one or both (:data:`HAND_ORDERS`)."""
     out: list[Sequence[int]] = []
-    for i, pile in enumerate(piles):
+    dealt = order == "dealt"
+    for i in range(len(piles)):
+        pile = piles[i]
         if i in hand_piles:
-            out.extend([f] for f in (pile if order == "dealt" else pile[::-1]))
+            for j in range(len(pile)):
+                out.append([pile[j if dealt else len(pile) - 1 - j]])
         else:
             out.append(pile)
     ref = pile_reference(out, pack, shoe, "hand")
