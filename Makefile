@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	SHOEWARDEN_NO_COMPILE=1 $(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# The shuffle screen's card loops compiled by mypyc (controller/native.py): rebuilt when a
+# The card loops compiled by mypyc (controller/native.py): rebuilt when a
 # source changes. Without gcc and the Python headers nothing compiles (a warning) and the
 # sources run: the same decisions, slower. `make test` installs both (test_native.py fails
 # without them); `make run` does not need them.
@@ -28,10 +28,17 @@ NATIVE_SOURCES := controller/screening/reference.py controller/screening/packets
                   controller/screening/screen.py controller/rounds.py \
                   controller/games/baccarat.py controller/games/blackjack.py controller/games/stud.py \
                   controller/audit/replay.py
-$(NATIVE): setup.py controller/native.py $(NATIVE_SOURCES) | $(STAMP)
+# (and every project module they import, as the last build listed them: a change to any of
+# them changes the compiled code, which runs only while all are as built)
+NATIVE_DEPS := $(shell cat controller/native.deps 2>/dev/null)
+$(NATIVE): setup.py controller/native.py $(NATIVE_SOURCES) $(NATIVE_DEPS) | $(STAMP)
 	$(BIN)/python setup.py --quiet build_ext --inplace
 
-native: $(NATIVE)  ## compile the card loops (mypyc; needs gcc and the Python headers)
+native: | $(STAMP)  ## compile the card loops again (mypyc; needs gcc and the Python headers)
+	$(BIN)/python setup.py --quiet build_ext --inplace
+
+# one goal at a time: `compiler` removes $(NATIVE) for $(NATIVE) to be made again after it
+.NOTPARALLEL:
 
 compiler:
 	@command -v gcc >/dev/null && $(BIN)/python -c 'import os, sys, sysconfig; \
@@ -92,5 +99,5 @@ bench: $(STAMP) $(NATIVE) servers  ## print speed and memory figures
 	if [ -n "$$missed" ]; then echo "make bench: a target missed or a run failed in:$$missed"; exit 1; fi
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis $(NATIVE) *__mypyc*.so
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis $(NATIVE) controller/native.deps *__mypyc*.so
 	find controller -name '*.so' -delete

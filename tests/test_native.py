@@ -4,6 +4,7 @@ deciding exactly as their source does."""
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import json
 import os
 import re
@@ -123,24 +124,90 @@ def test_the_compiled_referees_decide_as_their_source(tmp_path: Path) -> None:
         profile_names())  # (the slips were caught: there is something to compare)
 
 
-def test_a_compiled_module_whose_source_changed_is_not_used(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch
-                                                           ) -> None:
-    # an edit or a checkout after the build: the compiled module is no longer the file's
-    # code, so the source runs (and says why)
-    module = native.COMPILED[0]
-    record = tmp_path / "native.json"
-    record.write_text(json.dumps({module: "0" * 64}))
-    monkeypatch.setattr(native, "BUILD_RECORD", record)
-    assert native.why_source(module) == "its source changed after it was compiled (make native)"
-    record.write_text(json.dumps({module: native.source_digest(module)}))
-    assert native.why_source(module) is None
-    record.write_text("{}")
-    assert "not in native.json" in (native.why_source(module) or "")
-    record.write_text("not json")
-    assert "not in native.json" in (native.why_source(module) or "")
+def test_the_group_runs_compiled_only_as_it_was_built(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # any file of the group's closure changed (a module compiled, or one whose constants
+    # it inlined), a record from another build, nothing compiled: the sources run, all
+    record = native.read_record()
+    sources = record["sources"]
+    assert isinstance(sources, dict)
+    assert "controller/events.py" in sources  # (not compiled, but imported: its constants)
+    assert all(str(native.source_path(m).relative_to(ROOT)) in sources
+               for m in native.COMPILED)
+    path = tmp_path / "native.json"
+    monkeypatch.setattr(native, "BUILD_RECORD", path)
+
+    def why(**change: object) -> str | None:
+        path.write_text(json.dumps({**record, **change}))
+        return native.why_source()
+
+    assert why() is None
+    assert why(sources={**sources, "controller/events.py": "0" * 64}) == (
+        "controller/events.py changed after the build (make native)")
+    assert why(sources={**sources, "controller/gone.py": "0" * 64}) == (
+        "controller/gone.py, compiled from, is gone (make native)")
+    assert why(modules=list(native.COMPILED[:-1])) == (
+        "native.json is from another build (make native)")
+    assert why(modules=[]) is not None and "not compiled" in (why(modules=[]) or "")
+    path.write_text("not json")
+    assert "not compiled" in (native.why_source() or "")
+    path.write_text(json.dumps(record))
+    monkeypatch.setenv(native.PURE_ENV, "0")
+    assert native.why_source() is None
     monkeypatch.setenv(native.PURE_ENV, "1")
-    assert native.why_source(module) == f"{native.PURE_ENV} is set"
+    assert native.why_source() == f"{native.PURE_ENV} is set"
+
+
+_STALE = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("controller.native", sys.argv[1])
+native = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(native)
+native.BUILD_RECORD = native.Path(sys.argv[2])
+sys.modules["controller.native"] = native  # (before controller/__init__ asks it)
+from controller import rounds
+from controller.profiles import load_profile
+from controller.rounds import referee_for
+referee = referee_for(load_profile("gr-blackjack"), lambda *a, **k: None)
+print(json.dumps({"compiled": [native.is_compiled(sys.modules[m]) for m in native.COMPILED
+                               if __import__(m)],
+                  "referee": type(referee).__name__,
+                  "subclass": isinstance(referee, rounds.CardLedger)}))
+"""
+
+
+def test_a_group_out_of_date_runs_all_its_sources_together(tmp_path: Path) -> None:
+    # one module of the group changed (here: its record says so): not that module alone
+    # from source beside compiled ones — a compiled referee registered with a compiled
+    # rounds while the engine reads the source's registry ran no game's rules (a review)
+    record = native.read_record()
+    sources = dict(record["sources"])  # type: ignore[call-overload]
+    sources["controller/rounds.py"] = "0" * 64
+    path = tmp_path / "native.json"
+    path.write_text(json.dumps({**record, "sources": sources}))
+    env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
+    out = subprocess.run([sys.executable, "-c", _STALE, str(ROOT / "controller/native.py"),
+                          str(path)], cwd=ROOT, env=env, capture_output=True, text=True,
+                         check=True)
+    got = json.loads(out.stdout)
+    assert got == {"compiled": [False] * len(native.COMPILED),
+                   "referee": "BlackjackReferee", "subclass": True}, out
+    assert out.stderr == ("shoewarden: running the sources, not the compiled modules: "
+                          "controller/rounds.py changed after the build (make native)\n")
+
+
+def test_an_extension_module_no_build_lists_is_never_used(tmp_path: Path) -> None:
+    # a compiled module from an older build (git keeps no .so: it survives a checkout)
+    # beside a source the group no longer compiles
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    for name in ("old.py", "old" + suffix, "lib" + suffix, "listed.py", "listed" + suffix):
+        (tmp_path / name).write_text("")
+    assert native.leftovers(tmp_path, "pkg") == ["pkg.listed", "pkg.old"]
+    assert native.leftovers(tmp_path, "controller.games") == [
+        "controller.games.listed", "controller.games.old"]
+    (tmp_path / ("stud" + suffix)).write_text("")
+    (tmp_path / "stud.py").write_text("")
+    assert "controller.games.stud" not in native.leftovers(tmp_path, "controller.games")
 
 
 def test_shoewarden_pure_runs_the_sources() -> None:
