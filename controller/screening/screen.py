@@ -87,10 +87,6 @@ _DECK_WINDOW = window_for(_DECK.lag_one_chance())
 assert _DECK_WINDOW == 5, "the batch path looks back over five cards"
 
 
-
-
-
-
 def count_in(faces: int, counts: list[int]) -> int:
     """The cards still to come (``counts`` per face) of the faces of a 52-bit face set:
     a sum of integers, exact in any order. (Sets of faces are 52-bit integers, not
@@ -393,13 +389,10 @@ class ShuffleScreen:
         else:
             w, pw = self._state[1], self._state[6]
         top = max(self._value, self._shelf_state[0])
-        if self._packets:
-            packets = max(self._packets[0].logs)
-            for p in self._packets:
-                for v in p.logs:
-                    packets = max(packets, v)
-        else:
-            packets = 0.0
+        packets = -math.inf if self._packets else 0.0  # (the packet tests' highest product)
+        for p in self._packets:
+            for v in p.logs:
+                packets = max(packets, v)
         return 2 * max(w, pw) >= self._h_run or 2 * max(top, packets) >= self._h_cont
 
     # ------------------------------------------------------------------ the batch path
