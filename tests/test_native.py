@@ -233,3 +233,32 @@ def test_the_loader_is_a_leaf() -> None:
     names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert all(n.split(".")[0] in sys.stdlib_module_names or n == "__future__"
                for n in names), names
+
+
+@pytest.mark.slow  # (mypyc type-checks the project: ~15 s)
+def test_a_build_that_does_not_compile_records_nothing_compiled(tmp_path: Path) -> None:
+    # no C compiler (here: one that always fails), as on a machine without gcc: the build
+    # goes through, says so, and records that nothing compiled — not the older .so files
+    # beside the sources as built from these (a review: a failed rebuild did)
+    tree = tmp_path / "tree"
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    for name in files:
+        if name.startswith(("controller/", "drivers/", "simulators/", "floor/")) or \
+                name in ("setup.py", "pyproject.toml", "README.md"):
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_bytes((ROOT / name).read_bytes())
+    stale = tree / "controller" / "games" / ("stud" + importlib.machinery.EXTENSION_SUFFIXES[0])
+    stale.write_bytes(b"")  # (an older build's, beside the source)
+    env = {**os.environ, "CC": "/bin/false"}
+    env.pop(native.PURE_ENV, None)
+    out = subprocess.run([sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"],
+                         cwd=tree, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "NOT compiled" in out.stderr and "the sources run" in out.stderr
+    assert json.loads((tree / "controller" / "native.json").read_text()) == {
+        "modules": [], "sources": {}}
+    code = "from controller import native; print(native.summary())"
+    run = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env,
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.count("source: not compiled") == len(native.COMPILED), run.stdout
