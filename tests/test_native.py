@@ -23,14 +23,23 @@ from controller.screening import screen as compiled_screen
 ROOT = Path(__file__).resolve().parent.parent
 
 
+_NOT_BUILT = ("the modules are not compiled: install gcc and python3-dev (apt-get install gcc "
+              "python3-dev), then run make native")
+
+
+def _built_record() -> dict[str, object]:
+    record = native.read_record()
+    assert record.get("modules") and isinstance(record.get("sources"), dict), _NOT_BUILT
+    return record
+
+
 def test_every_listed_module_runs_compiled() -> None:
     # make test builds the compiled modules (gcc and python3-dev, installed by make when
     # missing): what the benchmarks measure and a table runs is what the tests test
     for module in native.COMPILED:
         __import__(module)
         assert native.STATUS.get(module) == "compiled", (
-            f"{module}: {native.STATUS.get(module, 'not looked at')} — install gcc and "
-            "python3-dev (apt-get install gcc python3-dev), then run make native")
+            f"{module}: {native.STATUS.get(module, 'not looked at')} — {_NOT_BUILT}")
         assert native.is_compiled(sys.modules[module])
 
 
@@ -66,8 +75,9 @@ def test_the_compiled_screen_decides_as_its_source(model: str | None) -> None:
     # the same findings (test, value to the last bit, card, evidence, the card raised at),
     # fair or not, in four profiles and three seeds: the compiled screen is the source's
     assert model is None or model in MODELS
+    assert native.is_compiled(compiled_screen), _NOT_BUILT
     with _sources() as source:
-        assert not native.is_compiled(source) and native.is_compiled(compiled_screen)
+        assert not native.is_compiled(source)
         pure_class = source.ShuffleScreen
     flagged = 0
     for name in ("gr-banco-punto", "gr-blackjack", "live-blackjack", "gr-chemin-de-fer"):
@@ -117,7 +127,7 @@ def test_the_compiled_referees_decide_as_their_source(tmp_path: Path) -> None:
         out = subprocess.run([sys.executable, "-c", _DECISIONS, str(path)], cwd=ROOT,
                              env=env, capture_output=True, text=True, check=True)
         runs[pure] = json.loads(out.stdout)
-    assert "source" not in runs[False].pop("native")
+    assert "source" not in runs[False].pop("native"), _NOT_BUILT
     assert "compiled" not in runs[True].pop("native")
     assert runs[False] == runs[True]
     assert sum("Deviation(" in o for outs in runs[False].values() for o in outs) >= len(
@@ -128,7 +138,7 @@ def test_the_group_runs_compiled_only_as_it_was_built(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # any file of the group's closure changed (a module compiled, or one whose constants
     # it inlined), a record from another build, nothing compiled: the sources run, all
-    record = native.read_record()
+    record = _built_record()
     sources = record["sources"]
     assert isinstance(sources, dict)
     assert "controller/events.py" in sources  # (not compiled, but imported: its constants)
@@ -180,7 +190,7 @@ def test_a_group_out_of_date_runs_all_its_sources_together(tmp_path: Path) -> No
     # one module of the group changed (here: its record says so): not that module alone
     # from source beside compiled ones — a compiled referee registered with a compiled
     # rounds while the engine reads the source's registry ran no game's rules (a review)
-    record = native.read_record()
+    record = _built_record()
     sources = dict(record["sources"])  # type: ignore[call-overload]
     sources["controller/rounds.py"] = "0" * 64
     path = tmp_path / "native.json"
