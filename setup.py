@@ -34,6 +34,7 @@ from controller.native import BUILD_RECORD, COMPILED, LIBRARY, digest, source_pa
 
 PROJECT = ("controller", "drivers", "simulators", "floor")
 DEPS = BUILD_RECORD.with_suffix(".deps")
+MYPYC_FAILED = False  # (set by ext_modules: mypyc refused the code, nothing is compiled)
 
 
 def module_file(name: str) -> Path | None:
@@ -105,9 +106,6 @@ class BuildRecorded(build_ext):
         except Exception:
             self.failed.append(ext.name)
             raise  # (an optional extension: setuptools warns and goes on)
-
-
-MYPYC_FAILED = False
 
 
 def ext_modules() -> list:

@@ -163,6 +163,22 @@ class PacketTest:
         #: the packets followed, the most recently fed first
         self.streams: list[Stream] = []
 
+    def _prediction(self, piles: int, way: int, taken: int) -> tuple[int, int]:
+        """A stream's prediction (52-bit face sets): the faces of its piles it has not
+        taken, and those of the next pile on its way (both ways while it is not known)
+        that are not among the first."""
+        beside = ((piles << 1 if way >= 0 else 0) | (piles >> 1 if way <= 0 else 0)) \
+            & ~piles & self._all
+        own = self._faces(piles) & ~taken
+        return own, (self._faces(beside) & ~own if beside else 0)
+
+    def _faces(self, piles: int) -> int:
+        """The faces of a set of piles (one pile's, or those of several, kept for the
+        shoe)."""
+        if not piles & (piles - 1):
+            return self._pile_faces[piles.bit_length() - 1]
+        return self._faces_of.get(piles) or self._union(piles)
+
     def _union(self, piles: int) -> int:
         """The faces of a set of two or more piles (a 52-bit set), kept for the shoe: the
         card loop takes one pile's faces, or a set it kept already, itself.
@@ -220,9 +236,6 @@ class PacketTest:
         streams = self.streams
         logs = self.logs
         piles_of = self._piles_of
-        pile_faces = self._pile_faces
-        every = self._all
-        memo = self._faces_of
         fresh_own, fresh_near = self._fresh_own, self._fresh_near
         explain = self.explain
         l0, l1, l2 = logs
@@ -306,34 +319,19 @@ class PacketTest:
                     s.taken = bit
                     s.way = 0 if up and down else 1 if up else -1
                 s.piles = piles
-                # the stream's prediction: its piles' faces it has not taken, and the next
-                # pile's (on its way, once known) — those not among the first apart
-                way = s.way
-                beside = ((piles << 1 if way >= 0 else 0) | (piles >> 1 if way <= 0 else 0)) \
-                    & ~piles & every
-                own = (pile_faces[piles.bit_length() - 1] if not piles & (piles - 1)
-                       else memo.get(piles) or self._union(piles))
-                near = (0 if not beside else pile_faces[beside.bit_length() - 1]
-                        if not beside & (beside - 1) else memo.get(beside) or self._union(beside))
-                own &= ~s.taken
-                near &= ~own
+                own, near = self._prediction(piles, s.way, s.taken)
             elif mine:
                 if len(streams) >= STREAMS:
                     streams.pop()
                 s = Stream(mine, bit)
                 streams.insert(0, s)
-                # a new stream's prediction (as above: its piles are the face's, it took
-                # the face, its way is not known) depends on the face alone: worked out the
-                # first time the face starts one — most cards of a fair shoe do, and the
-                # piles of a face are a long integer, each operation on which allocates
+                # a new stream's prediction (its piles are the face's, it took the face, its
+                # way is not known) depends on the face alone: worked out the first time the
+                # face starts one — most cards of a fair shoe do, and the piles of a face
+                # are a long integer, each operation on which allocates
                 own = fresh_own[f]
                 if own < 0:
-                    beside = ((mine << 1) | (mine >> 1)) & ~mine & every
-                    own = (pile_faces[mine.bit_length() - 1] if not mine & (mine - 1)
-                           else memo.get(mine) or self._union(mine)) & ~bit
-                    near = (0 if not beside else pile_faces[beside.bit_length() - 1]
-                            if not beside & (beside - 1)
-                            else memo.get(beside) or self._union(beside)) & ~own
+                    own, near = self._prediction(mine, 0, bit)
                     fresh_own[f] = own
                     fresh_near[f] = near
                 else:

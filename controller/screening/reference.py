@@ -34,13 +34,11 @@ import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Final, Literal
+from typing import Literal
 
 from mypy_extensions import mypyc_attr
 
 from controller.screening.faces import FACES, FIELD, face_card, mask_of
-
-_FACE_BIT: Final = tuple(1 << f for f in range(FACES))
 
 NEW_DECK = "new-deck"
 PREVIOUS_SHOE = "previous-shoe"
