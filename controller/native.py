@@ -31,6 +31,7 @@ imports the standard library only.
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
@@ -132,16 +133,22 @@ def decision() -> str | None:
 
 def prefer_source(package: str) -> None:
     """Before ``package`` imports its compiled modules: when the group must not run
-    compiled (:func:`decision`), load the source of each of its modules, so that every
-    later import finds it; and the source of any extension module in the package's folder
-    that the group does not list (:func:`leftovers`)."""
+    compiled (:func:`decision`), make each of its modules import from its source; and so
+    any extension module in the package's folder that the group does not list
+    (:func:`leftovers`).
+
+    Nothing is imported here: :data:`SOURCES` (a finder first on ``sys.meta_path``)
+    hands the import system the source when the module is first imported, wherever that
+    import comes from. (Loading the sources here, eagerly, made ``import
+    controller.session`` fail in a circle whenever the sources ran: the audit package
+    loaded ``replay``, which imports the session still being loaded.)"""
     why = decision()
     for module in COMPILED:
         if module.rpartition(".")[0] != package or module in sys.modules:
             continue
         STATUS[module] = "compiled" if why is None else f"source: {why}"
         if why is not None and built_file(module) is not None:
-            _load_source(module)
+            SOURCES.serve(module)
     folder = ROOT.joinpath(*package.split("."))
     for module in leftovers(folder, package):
         if module not in sys.modules:
@@ -149,7 +156,29 @@ def prefer_source(package: str) -> None:
             print(f"shoewarden: {module}: running its source, not the extension module "
                   "beside it (left by an older build: make clean, make native)",
                   file=sys.stderr)
-            _load_source(module)
+            SOURCES.serve(module)
+
+
+class SourceFinder(importlib.abc.MetaPathFinder):
+    """The import system's finder of the modules that must run their source though an
+    extension module lies beside it (the path-based finder would take the extension)."""
+
+    def __init__(self) -> None:
+        self.modules: set[str] = set()
+
+    def serve(self, module: str) -> None:
+        self.modules.add(module)
+        if self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+
+    def find_spec(self, fullname: str, path: object = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.modules:
+            return None
+        return importlib.util.spec_from_file_location(fullname, source_path(fullname))
+
+
+SOURCES = SourceFinder()
 
 
 def leftovers(folder: Path, package: str) -> list[str]:
@@ -163,21 +192,6 @@ def leftovers(folder: Path, package: str) -> list[str]:
             if module not in COMPILED and (folder / f"{name}.py").exists():
                 out.append(module)
     return sorted(set(out))
-
-
-def _load_source(module: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(module, source_path(module))
-    assert spec is not None and spec.loader is not None
-    loaded = importlib.util.module_from_spec(spec)
-    sys.modules[module] = loaded
-    try:
-        spec.loader.exec_module(loaded)
-    except BaseException:
-        del sys.modules[module]
-        raise
-    parent, _, name = module.rpartition(".")
-    setattr(sys.modules[parent], name, loaded)
-    return loaded
 
 
 def is_compiled(module: ModuleType) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.machinery
+import importlib.util
 import json
 import os
 import re
@@ -51,6 +52,17 @@ def test_the_makefile_compiles_what_native_lists() -> None:
         str(native.source_path(m).relative_to(ROOT)) for m in native.COMPILED)
 
 
+def _load_source(module: str) -> None:
+    """Import ``module`` from its source in place of the compiled module."""
+    spec = importlib.util.spec_from_file_location(module, native.source_path(module))
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[module] = loaded
+    spec.loader.exec_module(loaded)
+    parent, _, name = module.rpartition(".")
+    setattr(sys.modules[parent], name, loaded)
+
+
 @contextlib.contextmanager
 def _sources() -> Iterator[ModuleType]:
     """The screen as its source, with the source of every compiled screening module it
@@ -59,7 +71,7 @@ def _sources() -> Iterator[ModuleType]:
     saved = {m: sys.modules[m] for m in screening}
     try:
         for module in screening:
-            native._load_source(module)
+            _load_source(module)
         yield sys.modules["controller.screening.screen"]
     finally:
         for module, was in saved.items():
@@ -231,6 +243,22 @@ def test_shoewarden_pure_runs_the_sources() -> None:
     assert out.stdout.split()[:2] == ["False", "False"], out
     assert f"source: {native.PURE_ENV} is set" in out.stdout
     assert out.stderr == ""  # (asked for: nothing to warn about)
+
+
+@pytest.mark.parametrize("first", ["controller.session", "controller.audit.replay",
+                                   "controller.audit", "controller.engine", "controller.cli",
+                                   "controller.screening.screen", "controller.rounds"])
+def test_the_sources_import_in_any_order(first: str) -> None:
+    # running the sources, a process's first import may be any module: the sources were
+    # once loaded eagerly when their package was, and 'import controller.session' then
+    # failed in a circle (the audit package loaded replay, which imports the session)
+    code = (f"import {first}, sys; from controller import native;"
+            "import importlib; mods = list(map(importlib.import_module, native.COMPILED));"
+            "print(sorted(m.__name__ for m in mods if native.is_compiled(m)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, env={**os.environ, native.PURE_ENV: "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout == "[]\n", out
 
 
 def test_the_loader_is_a_leaf() -> None:
