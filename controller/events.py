@@ -170,12 +170,24 @@ class Event:
 
     def to_record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
-        for f in fields(self):
-            value = getattr(self, f.name)
+        for name in _field_names(type(self)):
+            value = getattr(self, name)
             if value is None:
                 continue
-            out[f.name] = _to_json(value)
+            out[name] = _to_json(value)
         return out
+
+
+_RECORD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Event]) -> tuple[str, ...]:
+    """An event type's field names, read once (``dataclasses.fields`` builds its tuple on
+    every call: the better part of logging a ``bets_closed``)."""
+    names = _RECORD_FIELDS.get(cls)
+    if names is None:
+        names = _RECORD_FIELDS[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 def _to_json(value: Any) -> Any:

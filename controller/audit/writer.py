@@ -179,7 +179,7 @@ class AuditLog:
         self.anchor_failures = 0
         self._anchor_trouble: list[str] = []  # failures not yet taken (one per failing spell)
         self._anchors_failing = False
-        self._encoded_outputs: dict[Any, bytes] = {}
+        self._encoded_outputs: dict[int, tuple[Recordable, bytes]] = {}
         import structlog
 
         self._log = structlog.wrap_logger(
@@ -371,19 +371,20 @@ class AuditLog:
             writer.flush()
 
     def _output_bytes(self, output: Recordable) -> bytes:
-        """An output's canonical encoding; the frequent ones (prompts, transitions: frozen
-        and hashable) are encoded once and kept."""
+        """An output's canonical encoding; the frequent ones are encoded once and kept.
+
+        The engine makes one object per move and per prompt (``controller.outputs``), so
+        the cache is keyed by identity: an equality look-up went through the dataclass's
+        Python ``__hash__`` and ``__eq__`` and cost more than it saved. Each entry holds
+        its object, so an id is never reused while it is cached."""
         cache = self._encoded_outputs
-        try:
-            return cache[output]
-        except KeyError:
-            pass
-        except TypeError:  # unhashable (a note's or a deviation's data): encode it
-            return _encoded(output)
+        kept = cache.get(id(output))
+        if kept is not None and kept[0] is output:
+            return kept[1]
         encoded = _encoded(output)
         if len(cache) >= 4096:
             cache.clear()
-        cache[output] = encoded
+        cache[id(output)] = (output, encoded)
         return encoded
 
     @staticmethod
