@@ -30,7 +30,6 @@ Two references exist:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -112,10 +111,24 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int,
     for p in piles:
         if p:
             listed.append(p if isinstance(p, list) else list(p))
-    kept = tuple(listed)
-    # the one pass over the cards (a shoe's start pays it): per face the piles holding it,
-    # listed, then as one bitmask (a long integer: set once, not once a card); per pile
-    # its faces (a 52-bit set)
+    piles_of, pile_faces, read = _relation(listed)
+    rounds = len(listed)
+    description = (f"shoe {shoe}'s discards: {rounds} {unit} pile(s), {read} card(s) read, "
+                   f"{max(0, pack - read)} never read")
+    details: dict[str, object] = {"order": "previous-shoe", "shoe": shoe, "piles": rounds,
+                                  "read": read, "unread": max(0, pack - read)}
+    if unit != "round":  # (a log written before hand piles replays with its evidence)
+        details["pile"] = unit
+    return Reference(PREVIOUS_SHOE, description, (), details, piles_of, tuple(listed),
+                     pile_faces)
+
+
+def _relation(kept: list[list[int]]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """The one pass over the cards (a shoe's start pays it) of non-empty piles: per face
+    the bitmask of the piles holding it, per pile its faces (a 52-bit set), and the cards
+    read."""
+    # per face the piles holding it, listed, then as one bitmask (a long integer: set
+    # once, not once a card); per pile its faces (a 52-bit set)
     at: list[list[int]] = [[] for _ in range(FACES)]
     pile_faces: list[int] = []
     read = 0
@@ -140,15 +153,7 @@ def pile_reference(piles: Sequence[Sequence[int]], pack: int, shoe: int,
                 word = 0
             word |= 1 << (i - base)
         piles_of.append(mask | word << base)
-    rounds = len(kept)
-    description = (f"shoe {shoe}'s discards: {rounds} {unit} pile(s), {read} card(s) read, "
-                   f"{max(0, pack - read)} never read")
-    details: dict[str, object] = {"order": "previous-shoe", "shoe": shoe, "piles": rounds,
-                                  "read": read, "unread": max(0, pack - read)}
-    if unit != "round":  # (a log written before hand piles replays with its evidence)
-        details["pile"] = unit
-    return Reference(PREVIOUS_SHOE, description, (), details, tuple(piles_of), kept,
-                     tuple(pile_faces))
+    return tuple(piles_of), tuple(pile_faces), read
 
 
 HandOrder = Literal["pile", "dealt", "reversed", "either", "all"]
@@ -170,20 +175,27 @@ def ordered_reference(piles: Sequence[Sequence[int]], hand_piles: Collection[int
     referee did not split) as they are. A hand is collected so that it can be laid out
     again (002 §3 3.6): its cards keep their order, but which way up the guide does not
     say, so a profile names one or both (:data:`HAND_ORDERS`)."""
-    out: list[Sequence[int]] = []
+    out: list[list[int]] = []
     dealt = order == "dealt"
     for i in range(len(piles)):
         pile = piles[i]
+        if not pile:
+            continue
         if i in hand_piles:
-            for j in range(len(pile)):
-                out.append([pile[j if dealt else len(pile) - 1 - j]])
+            n = len(pile)
+            for j in range(n):
+                out.append([pile[j if dealt else n - 1 - j]])
         else:
-            out.append(pile)
-    ref = pile_reference(out, pack, shoe, "hand")
-    description = (f"shoe {shoe}'s discards: {ref.details['read']} card(s) read, each hand's "
-                   f"in the order {order}, {ref.details['unread']} never read")
-    return dataclasses.replace(ref, description=description,
-                               details={**ref.details, "hand_order": order})
+            out.append(pile if isinstance(pile, list) else list(pile))
+    piles_of, pile_faces, read = _relation(out)
+    unread = max(0, pack - read)
+    description = (f"shoe {shoe}'s discards: {read} card(s) read, each hand's in the order "
+                   f"{order}, {unread} never read")
+    details: dict[str, object] = {"order": "previous-shoe", "shoe": shoe, "piles": len(out),
+                                  "read": read, "unread": unread, "pile": "hand",
+                                  "hand_order": order}
+    return Reference(PREVIOUS_SHOE, description, (), details, piles_of, tuple(out),
+                     pile_faces)
 
 
 def piles_beside(piles: int) -> int:
