@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from controller.deviations import Deviation
 
@@ -16,6 +16,10 @@ from controller.deviations import Deviation
 @dataclass(frozen=True, slots=True)
 class Transition:
     """The procedure moved from ``source`` to ``dest`` on ``trigger`` (an event type)."""
+
+    #: one object per move (:func:`transition`), never changed: the audit log keeps its
+    #: encoding by identity
+    interned: ClassVar[bool] = True
 
     source: str
     dest: str
@@ -33,6 +37,8 @@ class Transition:
 @dataclass(frozen=True, slots=True)
 class Prompt:
     """The next step, as the dealer console shows it."""
+
+    interned: ClassVar[bool] = True  # (one object per text: prompt_of)
 
     state: str
     text: str

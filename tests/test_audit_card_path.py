@@ -74,6 +74,24 @@ def test_a_big_integer_goes_the_general_way(tmp_path: Path) -> None:
     assert verify_file(path).ok
 
 
+def test_only_outputs_made_once_are_encoded_once(tmp_path: Path, mocker) -> None:  # type: ignore[no-untyped-def]
+    # the engine makes one Transition per move and one Prompt per text, never changed:
+    # the log keeps their encodings by identity; a note holds a dict that may change, and
+    # one logged twice (as the same object) is encoded again
+    path = tmp_path / "log.jsonl"
+    move, ask = Transition("betting", "dealing", "bets_closed"), Prompt("dealing", "Deal")
+    note = Note("n", "x", {"k": 1})
+    spies = [mocker.spy(type(o), "to_record") for o in (move, ask, note)]
+    with AuditLog.open(path, clock=clock) as log:
+        log.outputs([move, ask, note], context=CTX)
+        note.data["k"] = 2  # type: ignore[index]
+        log.outputs([move, ask, note], context=CTX)
+    assert [s.call_count for s in spies] == [1, 1, 2]
+    outputs = [json.loads(line)["output"] for line in path.read_bytes().splitlines()]
+    assert [o.get("data") for o in outputs] == [None, None, {"k": 1}, None, None, {"k": 2}]
+    assert verify_file(path).ok
+
+
 def test_the_outputs_of_one_input_are_one_write(tmp_path: Path, mocker) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "log.jsonl"
     log = AuditLog.open(path, clock=clock)

@@ -373,18 +373,21 @@ class AuditLog:
     def _output_bytes(self, output: Recordable) -> bytes:
         """An output's canonical encoding; the frequent ones are encoded once and kept.
 
-        The engine makes one object per move and per prompt (``controller.outputs``), so
-        the cache is keyed by identity: an equality look-up went through the dataclass's
-        Python ``__hash__`` and ``__eq__`` and cost more than it saved. Each entry holds
-        its object, so an id is never reused while it is cached."""
+        The engine makes one object per move and per prompt, never changed, and marks
+        their types ``interned`` (``controller.outputs``): they are kept by identity (an
+        equality look-up went through the dataclasses' Python ``__hash__`` and ``__eq__``
+        and cost more than it saved). Each entry holds its object, so an id is never
+        reused while it is cached. Notes and deviations, made anew and holding dicts, are
+        encoded each time."""
         cache = self._encoded_outputs
         kept = cache.get(id(output))
         if kept is not None and kept[0] is output:
             return kept[1]
         encoded = _encoded(output)
-        if len(cache) >= 4096:
-            cache.clear()
-        cache[id(output)] = (output, encoded)
+        if getattr(output, "interned", False):
+            if len(cache) >= 4096:
+                cache.clear()
+            cache[id(output)] = (output, encoded)
         return encoded
 
     @staticmethod
