@@ -176,11 +176,12 @@ def model_trial(profile: Profile, model: str, shape_prev: Shape, shape: Shape,
             length = int(model.split()[1])
             start = rng.randrange(max(1, read - length + 1))
             order = shuffles.with_slug(pile, rng, length, start=start, within=size(shape))
-            first = next(i for i in range(len(order))
-                         if order[i:i + length] == pile[start:start + length])
+            slug_at = next(i for i in range(len(order))
+                           if order[i:i + length] == pile[start:start + length])
             result = deal(screen, order, shape, 2)
             found = result.raised_at
-            return (None if found is None or found <= first else found - first), size(shape)
+            return (None if found is None or found <= slug_at else found - slug_at), \
+                size(shape)
         order = fn(pile, rng)
         result = deal(screen, order, shape, 2)
     return result.raised_at, size(shape)
