@@ -147,7 +147,7 @@ def prefer_source(package: str) -> None:
         if module.rpartition(".")[0] != package or module in sys.modules:
             continue
         STATUS[module] = "compiled" if why is None else f"source: {why}"
-        if why is not None and built_file(module) is not None:
+        if why is not None:  # (even with no build yet: one may land while this runs)
             SOURCES.serve(module)
     folder = ROOT.joinpath(*package.split("."))
     for module in leftovers(folder, package):

@@ -158,6 +158,7 @@ def test_the_group_runs_compiled_only_as_it_was_built(tmp_path: Path,
                for m in native.COMPILED)
     path = tmp_path / "native.json"
     monkeypatch.setattr(native, "BUILD_RECORD", path)
+    monkeypatch.delenv(native.PURE_ENV, raising=False)  # (the suite may run the sources)
 
     def why(**change: object) -> str | None:
         path.write_text(json.dumps({**record, **change}))
@@ -216,6 +217,32 @@ def test_a_group_out_of_date_runs_all_its_sources_together(tmp_path: Path) -> No
                    "referee": "BlackjackReferee", "subclass": True}, out
     assert out.stderr == ("shoewarden: running the sources, not the compiled modules: "
                           "controller/rounds.py changed after the build (make native)\n")
+
+
+_BUILT_LATER = """
+import importlib, importlib.util, sys
+spec = importlib.util.spec_from_file_location("controller.native", sys.argv[1])
+native = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(native)
+built = native.built_file
+native.built_file = lambda module: None  # nothing built yet when the process decides
+sys.modules["controller.native"] = native
+import controller.session
+native.built_file = built  # a build lands (make native in another shell)
+print([native.is_compiled(importlib.import_module(m)) for m in native.COMPILED])
+"""
+
+
+def test_a_build_that_lands_after_the_decision_is_not_used() -> None:
+    # a process that decided on the sources before the build was there: the modules it
+    # imports after the build lands run their sources too (only those whose compiled
+    # module was there at the decision were kept from it — a review)
+    env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
+    out = subprocess.run([sys.executable, "-c", _BUILT_LATER,
+                          str(ROOT / "controller/native.py")], cwd=ROOT, env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout == f"{[False] * len(native.COMPILED)}\n", out
 
 
 def test_an_extension_module_no_build_lists_is_never_used(tmp_path: Path) -> None:
