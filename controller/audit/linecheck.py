@@ -183,7 +183,7 @@ class ChainState:
         if len(records) != len(raws) or canonical != marked or _mark_in_key(marked):
             return False
         if not self.keyed and self.key is None:
-            return self._plain_run(raws, records, want, hashes, b'"mac":' in marked)
+            return self._plain_run(raws, records, want, hashes)
         saved = (self.last_seq, self.last_hash, self.before_last_hash, self.last_mac,
                  self.macs)
         seq, last, before, mac_head = self.last_seq, self.last_hash, self.before_last_hash, \
@@ -238,22 +238,24 @@ class ChainState:
         return False
 
     def _plain_run(self, raws: list[bytes], records: list[Any], want: Collection[int],
-                   hashes: dict[int, str], maybe_mac: bool) -> bool:
+                   hashes: dict[int, str]) -> bool:
         """:meth:`block` for a log without MACs, each check done on the whole run by C-level
         maps; only the hash is computed in a loop per record. The same checks: every record
         a dict with an int ``seq`` one above the last, str ``hash``/``prev``/``ts``/``kind``,
         ``prev`` the previous hash, no ``mac``, and the hash the SHA-256 of the raw line
         without its ``"hash":…`` member. A run this does
         not accept changes nothing (the caller checks it line by line and names the fault).
-        ``maybe_mac``: False when the run's text holds no ``"mac":`` (no record has one).
 
         The member removed is the line's first ``"hash":"<64 hex>"``: a nested one that
         comes first leaves the record's own hash in the bytes hashed, so the digest cannot
         match and the run goes to the line-by-line path, which finds the right one."""
         n = len(records)
         try:  # not a dict (TypeError) or a field missing (KeyError): line by line
-            for record in records if maybe_mac else ():  # (faster than any(map(...)))
-                if "mac" in record:  # no MAC in this log: any is for the exact checks
+            # no MAC in this log: any is for the exact checks. A look-up a record (faster
+            # than any(map(...))) takes a fifth of the time of a search of the run's text
+            # for '"mac":' (which the run's every quote and colon slow down)
+            for record in records:
+                if "mac" in record:
                     return False
             digests = list(map(_HASH, records))
             prevs = list(map(_PREV, records))
