@@ -87,7 +87,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 BENCHES := run.py audit_bench.py device_bench.py "receive_fuzz.py --streams 100000" \
-           paths.py shuffle_screen.py floor_bench.py floor_nats_bench.py
+           paths.py log_floor.py shuffle_screen.py floor_bench.py floor_nats_bench.py
 
 # every benchmark runs and prints its figures, a missed target or not; the exit status
 # says whether any missed (names them at the end)
