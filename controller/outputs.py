@@ -61,18 +61,19 @@ class Note:
 
 Output = Transition | Prompt | Note | Deviation
 
-_MOVES: dict[tuple[str, str, str], Transition] = {}
+_MOVES: dict[tuple[str, str, str, bool], Transition] = {}
 _PROMPTS: dict[tuple[str, str], Prompt] = {}
 
 
-def transition(source: str, dest: str, trigger: str) -> Transition:
-    """``Transition(source, dest, trigger)``, one object per move (the states and event
-    types are few): outputs are immutable, and a frozen dataclass costs about a
+def transition(source: str, dest: str, trigger: str,
+               under_fault: bool = False) -> Transition:
+    """``Transition(source, dest, trigger, under_fault)``, one object per move (the states
+    and event types are few): outputs are immutable, and a frozen dataclass costs about a
     microsecond to make — a state change made one every time, and a prompt."""
-    key = (source, dest, trigger)
+    key = (source, dest, trigger, under_fault)
     move = _MOVES.get(key)
     if move is None:
-        move = _MOVES[key] = Transition(source, dest, trigger)
+        move = _MOVES[key] = Transition(source, dest, trigger, under_fault)
     return move
 
 

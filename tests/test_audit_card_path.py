@@ -92,6 +92,16 @@ def test_only_outputs_made_once_are_encoded_once(tmp_path: Path, mocker) -> None
     assert verify_file(path).ok
 
 
+def test_a_move_under_a_device_fault_is_one_object_too() -> None:
+    # the engine reports a move made under a fault with its own Transition: made once, as
+    # every move is, or each would be a new entry of the log's cache (a review)
+    from controller.outputs import transition
+
+    moved = transition("dealing", "dealing", "card", under_fault=True)
+    assert moved is transition("dealing", "dealing", "card", under_fault=True)
+    assert moved.under_fault and moved is not transition("dealing", "dealing", "card")
+
+
 def test_the_outputs_of_one_input_are_one_write(tmp_path: Path, mocker) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "log.jsonl"
     log = AuditLog.open(path, clock=clock)

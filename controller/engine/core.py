@@ -169,7 +169,7 @@ class TableEngine(DeviceEvents):
         self._state = _DEVICE_FAULT
         for o in inner:
             if isinstance(o, Transition):
-                out.append(Transition(o.source, o.dest, o.trigger, under_fault=True))
+                out.append(transition(o.source, o.dest, o.trigger, under_fault=True))
             elif not isinstance(o, Prompt):
                 out.append(o)
         return out
