@@ -125,10 +125,19 @@ def decision() -> str | None:
     if not _decision:
         _decision.append(why_source())
         why = _decision[0]
-        if why is not None and not pure() and any(map(built_file, COMPILED)):
+        if (why is not None and not pure() and any(map(built_file, COMPILED))
+                and not _spawned()):
             print(f"shoewarden: running the sources, not the compiled modules: {why}",
                   file=sys.stderr)
     return _decision[0]
+
+
+def _spawned() -> bool:
+    """Is this process a worker that ``multiprocessing`` started (``audit verify`` on both
+    cores)? Its parent said why the sources run; the worker need not say it again. (The
+    module is looked up, not imported: a spawned worker has imported it already.)"""
+    process = sys.modules.get("multiprocessing.process")
+    return process is not None and process.parent_process() is not None
 
 
 def prefer_source(package: str) -> None:

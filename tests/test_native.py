@@ -245,6 +245,28 @@ def test_a_build_that_lands_after_the_decision_is_not_used() -> None:
     assert out.stdout == f"{[False] * len(native.COMPILED)}\n", out
 
 
+def test_a_spawned_worker_does_not_say_again_why_the_sources_run(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # audit verify on both cores spawns workers: the stale build's line once, not once a
+    # worker (a review)
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(
+            1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(native._spawned).result() is True
+    assert native._spawned() is False
+    monkeypatch.delenv(native.PURE_ENV, raising=False)
+    monkeypatch.setattr(native, "why_source", lambda: "x.py changed after the build")
+    for spawned in (True, False):
+        monkeypatch.setattr(native, "_decision", [])
+        monkeypatch.setattr(native, "_spawned", lambda spawned=spawned: spawned)
+        assert native.decision() == "x.py changed after the build"
+        err = capsys.readouterr().err
+        assert err == ("" if spawned else "shoewarden: running the sources, not the compiled "
+                       "modules: x.py changed after the build\n"), err
+
+
 def test_an_extension_module_no_build_lists_is_never_used(tmp_path: Path) -> None:
     # a compiled module from an older build (git keeps no .so: it survives a checkout)
     # beside a source the group no longer compiles
