@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import binascii
 import hashlib
+import io
 import sys
 import tempfile
 from pathlib import Path
@@ -32,7 +33,7 @@ import orjson
 from paths import PROFILE, best, quiet_check, write_stream
 
 from controller import jsontext
-from controller.audit import AuditLog, verify_file
+from controller.audit import AuditLog, HashChainWriter, verify_file
 from controller.audit.timestamps import SystemStamp
 from controller.events import parse_event
 from controller.profiles import load_profile
@@ -65,36 +66,29 @@ def writer_calls(steps: list[Step], path: Path) -> None:
     log.close()
 
 
-def _frames(context: tuple[Any, ...]) -> tuple[bytes, bytes]:
-    """An input's and an output's record, as hashed, to be filled by ``%`` (the writer's
-    layout: keys sorted, ``hash`` left out)."""
-    table, shoe, round_, state = (orjson.dumps(v).replace(b"%", b"%%") for v in context)
-    after = (b'","prev":"%s","round":' + round_ + b',"seq":%d,"shoe":' + shoe
-             + b',"state":' + state + b',"table":' + table + b',"ts":"%s"}')
-    return (b'{"event":%s,"kind":"input","line":%d' + after[1:],
-            b'{"kind":"output","output":%s' + after[1:])
-
-
 def stripped(steps: list[Step], path: Path) -> None:
     """The card path's records, sealed and laid out with nothing else (see the module)."""
     dumps, sort, sha256, hexlify = orjson.dumps, orjson.OPT_SORT_KEYS, hashlib.sha256, \
         binascii.hexlify
     stamp = SystemStamp()
-    frames: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}
+    # the writer's own templates (an input with its line [1], an output [2]), made once a
+    # context, as it makes them
+    frames_for = HashChainWriter.to_stream(io.StringIO())._frames_for
+    frames: dict[tuple[Any, ...], tuple[bytes, bytes, bytes]] = {}
     kept: dict[int, tuple[Any, bytes]] = {}
     lines: list[bytes] = []
     prev, seq = b"0" * 64, 0
     for event, line, before, outputs, after in steps:
         ts = stamp().encode()
-        frame = frames.get(before) or frames.setdefault(before, _frames(before))
+        frame = frames.get(before) or frames.setdefault(before, frames_for(before))
         payload = dumps(event.to_record(), option=sort)
         seq += 1
-        hashed = frame[0] % (payload, line, prev, seq, ts)
+        hashed = frame[1] % (payload, line, prev, seq, ts)
         prev = hexlify(sha256(hashed).digest())
         cut = len(payload) + 9
         lines.append(b"".join((hashed[:cut], b',"hash":"', prev, b'"', hashed[cut:], b"\n")))
         if outputs:
-            template = (frames.get(after) or frames.setdefault(after, _frames(after)))[1]
+            template = (frames.get(after) or frames.setdefault(after, frames_for(after)))[2]
             for output in outputs:
                 entry = kept.get(id(output))
                 if entry is None or entry[0] is not output:
