@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 import math
+import operator
 import random
 from collections import Counter
 from pathlib import Path
@@ -538,6 +540,43 @@ def _stream_chances(stream: Stream, own: float | None, left: list[int]) -> list[
         out[g] = (1 / k if own is None or kb in (0, k)
                   else (1 - own) / kb if beside >> g & 1 else own / (k - kb))
     return out
+
+
+def _faces_of_piles(pile_faces: list[int], piles: int) -> int:
+    return functools.reduce(operator.or_, (pile_faces[i] for i in range(len(pile_faces))
+                                           if piles >> i & 1), 0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_streams_prediction_is_the_faces_its_piles_and_those_beside_hold(seed: int) -> None:
+    # the prediction's sets from their definition (a pile set a bitmask, its neighbours
+    # its shifts), held against the test's ways of reading them: a new stream's by
+    # pile number (_fresh), one pile's by its neighbours' numbers, and the general case
+    from controller.screening.packets import PacketTest
+
+    rng = random.Random(seed)
+    decks = rng.choice((6, 8))
+    piles_of, pile_faces = _random_reference(rng, decks)
+    test = PacketTest(piles_of, pile_faces, decks, 2)
+    every = (1 << len(pile_faces)) - 1
+
+    def expected(piles: int, way: int, taken: int) -> tuple[int, int]:
+        beside = ((piles << 1 if way >= 0 else 0) | (piles >> 1 if way <= 0 else 0)) \
+            & ~piles & every
+        own = _faces_of_piles(pile_faces, piles) & ~taken
+        return own, _faces_of_piles(pile_faces, beside) & ~own
+
+    for f in range(FACES):
+        if piles_of[f]:  # (a face the last shoe never read starts no stream)
+            assert test._fresh(piles_of[f], f) == expected(piles_of[f], 0, 1 << f)
+    single = [1 << i for i in (0, 1, len(pile_faces) - 2, len(pile_faces) - 1)]
+    single += [1 << rng.randrange(len(pile_faces)) for _ in range(40)]
+    several = [piles_of[rng.randrange(FACES)] & rng.getrandbits(len(pile_faces))
+               for _ in range(40)]
+    for piles in single + [p for p in several if p]:  # (a stream is always in some pile)
+        for way in (-1, 0, 1):
+            taken = rng.getrandbits(FACES)
+            assert test._prediction(piles, way, taken) == expected(piles, way, taken)
 
 
 @pytest.mark.parametrize(("seed", "predictor"), [(s, p) for s in range(3) for p in (1, 2)])
