@@ -49,9 +49,12 @@ STREAMS: Final = 8
 streams a packet's start, a card the cut card kept back or a twin sets off on a wrong
 track (measured: 4 streams caught 2 riffles of the discards in 37–49 of 100 baccarat and
 deep-cut blackjack shoes, 8 in 78–89; 1 riffle in every shoe either way)."""
-WEIGHTS: Final = (0.25, 0.2, 0.15, 0.12, 0.1, 0.08, 0.06, 0.04)
+WEIGHTS: Final[tuple[float, ...]] = (0.25, 0.2, 0.15, 0.12, 0.1, 0.08, 0.06, 0.04)
 """The streams' shares of the prediction, the most recently fed first: a riffle's next
-card continues one of the packets that fed the last few cards."""
+card continues one of the packets that fed the last few cards. (Typed as a tuple of any
+length: compiled, a tuple of eight is kept as eight C doubles, and reading one at a
+variable index built the whole tuple again, eight floats and a tuple, at every stream
+that predicted a card.)"""
 PREDICTORS: dict[int, tuple[float | None, tuple[float, float, float]]] = {
     1: (None, (0.1, 0.3, 0.6)),
     2: (0.8, (0.1, 0.4, 0.7)),
@@ -294,8 +297,11 @@ class PacketTest:
         own_share = self.own or 1.0
         beside_share = 1 - own_share
         crossed: int | None = None
-        for at in range(len(faces)):
-            f = faces[at]
+        # (a list, typed so: compiled, a card's face is read at a C index, not through a
+        # Python call with the index made an object)
+        cards: list[int] = faces if isinstance(faces, list) else list(faces)
+        for at in range(len(cards)):
+            f = cards[at]
             c = counts[f]
             if not c:
                 continue
