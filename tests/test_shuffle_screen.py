@@ -476,6 +476,10 @@ def test_hand_piles_follow_the_referees_hands_in_the_order_collected() -> None:
     screen.end_shoe()
     faces = [[str(face_card(f)) for f in pile] for pile in screen._piles if pile]
     assert faces == [["9S", "8S"], ["3H", "6H"], ["2H", "5H", "7H"], ["AH", "4H"]]
+    # (the hands' piles are marked as such: the ordered references lay them out a card a
+    # pile; the burns' pile is not a hand)
+    assert [[str(face_card(f)) for f in screen._piles[i]]
+            for i in sorted(screen._hand_piles_at)] == faces[1:]
     # without the setting, or when the faces do not end the round as listed: one pile
     listed = [(c.deck_index, h) for c, h in zip(round_cards, hands, strict=True)]
     for kept, given in ((ScreenSettings(), listed), (settings, listed[::-1])):
@@ -545,6 +549,17 @@ def _stream_chances(stream: Stream, own: float | None, left: list[int]) -> list[
 def _faces_of_piles(pile_faces: list[int], piles: int) -> int:
     return functools.reduce(operator.or_, (pile_faces[i] for i in range(len(pile_faces))
                                            if piles >> i & 1), 0)
+
+
+def test_popcount_counts_the_faces_of_a_set() -> None:
+    from controller.screening.packets import popcount
+
+    rng = random.Random(7)
+    sets = [0, 1, 1 << 51, (1 << 52) - 1, (1 << 51) - 1, 0x5555555555555, 0xAAAAAAAAAAAAA]
+    sets += [rng.getrandbits(52) for _ in range(2000)]
+    sets += [sum(1 << f for f in rng.sample(range(FACES), k)) for k in range(FACES + 1)]
+    for face_set in sets:
+        assert popcount(face_set) == face_set.bit_count()
 
 
 @pytest.mark.parametrize("seed", range(4))
