@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -279,6 +280,32 @@ def test_an_extension_module_no_build_lists_is_never_used(tmp_path: Path) -> Non
     (tmp_path / ("stud" + suffix)).write_text("")
     (tmp_path / "stud.py").write_text("")
     assert "controller.games.stud" not in native.leftovers(tmp_path, "controller.games")
+
+
+def test_no_package_loads_an_extension_module_no_build_lists(tmp_path: Path) -> None:
+    # end to end, in a copy of the tree: an extension module beside a source that a
+    # package imports when it is imported (here a file that is no extension at all, so
+    # that loading it fails). The audit package asked about leftovers only after its own
+    # imports, so one beside its line checks (an experiment's build) was loaded.
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "controller", tree / "controller",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    left = ["controller.audit.linecheck", "controller.screening.faces", "controller.cards"]
+    for module in left:
+        assert module not in native.COMPILED
+        path = tree.joinpath(*module.split("."))
+        assert path.with_suffix(".py").exists()
+        path.with_name(path.name + suffix).write_bytes(b"not an extension module")
+    code = ("import controller.audit, controller.screening, controller.engine;"
+            "from controller.audit.linecheck import ChainState; print('imported')")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tree, env={**env, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout == "imported\n"
+    for module in left:
+        assert f"shoewarden: {module}: running its source" in out.stderr, out.stderr
 
 
 def test_shoewarden_pure_runs_the_sources() -> None:

@@ -17,8 +17,20 @@ engine; import them by name (never from here, which the session imports):
 - :mod:`controller.audit.report` — day reports, round reconstruction, HTML (a package).
 """
 
-from controller.audit.anchors import Anchor, AnchorFileError, AnchorSink, read_anchors
-from controller.audit.canonical import (
+from controller import native
+
+# (before the imports: a stale compiled module never runs, nor an extension module an
+# older build left beside a source the package imports — controller.audit.replay, the
+# one compiled here, is imported by name)
+native.prefer_source(__name__)
+
+from controller.audit.anchors import (  # noqa: E402
+    Anchor,
+    AnchorFileError,
+    AnchorSink,
+    read_anchors,
+)
+from controller.audit.canonical import (  # noqa: E402
     GENESIS,
     MAC_ALG,
     canonical_bytes,
@@ -27,17 +39,17 @@ from controller.audit.canonical import (
     record_mac,
     seal,
 )
-from controller.audit.files import (
+from controller.audit.files import (  # noqa: E402
     LogName,
     log_path,
     open_table_log,
     parse_log_name,
     table_files,
 )
-from controller.audit.keys import KeyFileError, LoadedKey, load_key
-from controller.audit.sets import Problem, SetCheck, TableCheck, verify_set
-from controller.audit.verify import ChainStart, VerifyResult, verify_file, verify_lines
-from controller.audit.writer import (
+from controller.audit.keys import KeyFileError, LoadedKey, load_key  # noqa: E402
+from controller.audit.sets import Problem, SetCheck, TableCheck, verify_set  # noqa: E402
+from controller.audit.verify import ChainStart, VerifyResult, verify_file, verify_lines  # noqa: E402
+from controller.audit.writer import (  # noqa: E402
     DURABILITY_POLICIES,
     AuditLog,
     AuditLogError,
@@ -79,7 +91,3 @@ __all__ = [
     "verify_lines",
     "verify_set",
 ]
-
-from controller import native
-
-native.prefer_source(__name__)  # (controller.audit.replay, imported by name: never stale)
