@@ -62,9 +62,14 @@ class LogReader:
         self.meter = meter
 
     def __iter__(self) -> Iterator[LogRecord]:
-        return itertools.chain.from_iterable(map(self._file, self.paths))
+        # each file's runs of records, each run iterated in C: the generator below
+        # resumes once a run (about 128 records), not once a record
+        return itertools.chain.from_iterable(
+            itertools.chain.from_iterable(map(self._file, self.paths)))
 
-    def _file(self, path: str) -> Iterator[LogRecord]:
+    def _file(self, path: str) -> Iterator[Iterable[LogRecord]]:
+        """A file's records, a run at a time (a run read line by line: a record at a
+        time, so that what came before a bad line is handed on before its error)."""
         try:
             f = open(path, "rb")  # noqa: SIM115 - closed in finally (generator)
         except FileNotFoundError:
@@ -81,8 +86,8 @@ class LogReader:
                     self.meter("reading", sum(map(len, lines)))
                 records = _whole_run(lines)
                 if records is not None:  # the usual case: every line a sound record
-                    yield from map(_new_record, itertools.repeat(LogRecord),  # C, no __new__
-                                   zip(itertools.repeat(path), itertools.count(n + 1), records))
+                    yield map(_new_record, itertools.repeat(LogRecord),  # C, no __new__
+                              zip(itertools.repeat(path), itertools.count(n + 1), records))
                     n += len(lines)
                     continue
                 for raw in lines:  # one by one: the first bad line is named
@@ -97,7 +102,7 @@ class LogReader:
                                            line=n) from None
                     if not isinstance(obj, dict):
                         raise LogReadError("not a JSON object", path=path, line=n)
-                    yield LogRecord(path, n, obj)
+                    yield (LogRecord(path, n, obj),)
         except OSError as exc:
             raise LogReadError(f"cannot read: {exc.strerror or exc}", path=path) from None
         finally:
