@@ -493,6 +493,27 @@ def test_hand_piles_follow_the_referees_hands_in_the_order_collected() -> None:
         assert [len(p) for p in screen._piles if p] == [9]
 
 
+def test_a_round_notes_cards_are_read_whichever_way_a_token_is_written() -> None:
+    # the engine reads the hands from the referee's round note: the 52 tokens the
+    # referees write looked up, any other parsed as the card parser reads it
+    from controller.engine.dealing import _hands_of
+    from controller.outputs import Note, transition
+
+    def note(*cards: object) -> list[Any]:
+        return [transition("deal", "round", "round_end"),
+                Note("round", "", {"cards": [{"card": c, "to": f"box{i}"}
+                                             for i, c in enumerate(cards)]})]
+
+    index = {str(card): card.deck_index for card in deck()}
+    assert _hands_of(note("AS", "TH", "KC")) == [(index["AS"], "box0"), (index["TH"], "box1"),
+                                                 (index["KC"], "box2")]
+    assert _hands_of(note("10h", " qd", "AS")) == [(index["TH"], "box0"),
+                                                   (index["QD"], "box1"), (index["AS"], "box2")]
+    assert _hands_of(note("AS", "XX")) is None  # (not a card: the round stays one pile)
+    assert _hands_of(note("AS", ["AS"])) is None
+    assert _hands_of([transition("deal", "round", "round_end")]) is None
+
+
 def test_the_engine_splits_the_discards_into_the_hands_of_its_round_notes() -> None:
     from controller.engine import TableEngine
     from controller.events import parse_event

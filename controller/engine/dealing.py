@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 
-from controller.cards import burn_value, parse_card
+from controller.cards import NEW_DECK, burn_value, parse_card
 from controller.deviations import Deviation
 from controller.engine.checks import check_cut_card_window
 from controller.engine.day import Refused
@@ -419,12 +419,24 @@ class Dealing(Preparation):
         return None
 
 
+#: a card's place in new-deck order by the token the referees write in a round note
+#: (``str(card)``)
+_DECK_INDEX: dict[str, int] = {str(card): card.deck_index for card in NEW_DECK}
+
+
 def _hands_of(ended: Sequence[Output]) -> list[tuple[int, object]] | None:
     """The round's cards as (face, hand) in the order dealt, from the referee's round note
-    (the shuffle screen's hand piles); None when the referee placed none."""
+    (the shuffle screen's hand piles); None when the referee placed none.
+
+    A token is looked up among the 52 the referees write; any other is parsed (a third
+    of the time a card: this runs at every blackjack round's end)."""
     for o in ended:
         if isinstance(o, Note) and o.kind == "round":
             cards = o.data.get("cards") or ()
+            try:
+                return [(_DECK_INDEX[c["card"]], c.get("to")) for c in cards]
+            except (KeyError, TypeError):
+                pass  # (a token written otherwise, or no card: parsed, or None)
             try:
                 return [(parse_card(str(c["card"])).deck_index, c.get("to")) for c in cards]
             except (KeyError, TypeError, ValueError):
