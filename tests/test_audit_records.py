@@ -49,3 +49,25 @@ def test_many_brackets_that_do_not_nest_deep_are_read(tmp_path: Path) -> None:
     lines[11] = orjson.dumps({"seq": 12, "kind": "output", "output": [{"a": 1}] * MAX_DEPTH})
     got = [r.record for r in LogReader([_log(tmp_path, lines)])]
     assert got == [orjson.loads(line) for line in lines]
+
+
+def test_the_records_before_a_bad_line_come_first_and_the_next_file_after_it(
+        tmp_path: Path) -> None:
+    # a run read line by line hands on the records before its bad line, then the error;
+    # a caller that goes on gets the next file's records (the reader hands on a run at
+    # a time: a review found that the next file was dropped once)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    lines = _plain(300)
+    lines[200] = b"not json"
+    bad, good = _log(tmp_path / "a", lines), _log(tmp_path / "b", _plain(5))
+    reader = iter(LogReader([bad, tmp_path / "missing.jsonl", good]))
+    got = []
+    with pytest.raises(LogReadError) as info:
+        for rec in reader:
+            got.append(rec.record["seq"])
+    assert got == list(range(1, 201)) and info.value.line == 201
+    with pytest.raises(LogReadError) as info:
+        next(reader)
+    assert "no such file" in str(info.value)
+    assert [(r.file, r.line) for r in reader] == [(str(good), n) for n in range(1, 6)]

@@ -63,9 +63,13 @@ class LogReader:
 
     def __iter__(self) -> Iterator[LogRecord]:
         # each file's runs of records, each run iterated in C: the generator below
-        # resumes once a run (about 128 records), not once a record
-        return itertools.chain.from_iterable(
-            itertools.chain.from_iterable(map(self._file, self.paths)))
+        # resumes once a run (about 128 records), not once a record. (A chain a file: a
+        # caller that goes on after one file's error gets the next file's records, as
+        # when the files' records were chained one by one.)
+        return itertools.chain.from_iterable(map(self._records, self.paths))
+
+    def _records(self, path: str) -> Iterator[LogRecord]:
+        return itertools.chain.from_iterable(self._file(path))
 
     def _file(self, path: str) -> Iterator[Iterable[LogRecord]]:
         """A file's records, a run at a time (a run read line by line: a record at a
