@@ -152,7 +152,7 @@ class PacketTest:
         self._l = tuple(math.log(e) for e in self.elsewhere)
         # (tuples, typed so: compiled, an item is read at a C index; a Sequence's goes
         # through a Python call with the index made an object, which allocates past 256:
-        # 1,400 instructions a blackjack card)
+        # about 1,400 instructions a blackjack card)
         self._piles_of: tuple[int, ...] = tuple(piles_of)
         self._pile_faces: tuple[int, ...] = tuple(pile_faces)
         self._all = (1 << len(pile_faces)) - 1
@@ -182,7 +182,7 @@ class PacketTest:
         One pile (where a packet is once found, and every hand's card when hands are held
         in order): the piles beside are its neighbours, read by their numbers. The shifts
         and masks of the general case are operations on a long integer, each of which
-        allocates, and the faces of two neighbours a set looked up or made (1,100
+        allocates, and the faces of two neighbours a set looked up or made (about 1,100
         instructions a blackjack card)."""
         if piles and not piles & (piles - 1):
             p = piles.bit_length() - 1
@@ -205,8 +205,8 @@ class PacketTest:
         read from the long integer once, and the faces of each and of its neighbours
         looked up by number: the general case's shifts and masks allocate at every step,
         and its two unions were made for sets seldom asked for again (on blackjack, where
-        each card of a hand held in order is a pile, 1,500 instructions a card of the
-        test's ~8,500; callgrind, 29 Nov 2026)."""
+        each card of a hand held in order is a pile, about 1,500 instructions a card of
+        the test's ~8,500; callgrind, 29 Nov 2026)."""
         faces = self._pile_faces
         n = len(faces)
         mine = 0
