@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from controller.cards import NEW_DECK, burn_value, parse_card
 from controller.deviations import Deviation
@@ -435,10 +436,15 @@ def _hands_of(ended: Sequence[Output]) -> list[tuple[int, object]] | None:
             cards = o.data.get("cards") or ()
             try:
                 return [(_DECK_INDEX[c["card"]], c.get("to")) for c in cards]
-            except (KeyError, TypeError):
-                pass  # (a token written otherwise, or no card: parsed, or None)
-            try:
-                return [(parse_card(str(c["card"])).deck_index, c.get("to")) for c in cards]
-            except (KeyError, TypeError, ValueError):
-                return None
+            except (KeyError, TypeError):  # a token written otherwise, or no card
+                return _parsed_hands(cards)
     return None
+
+
+def _parsed_hands(cards: Sequence[Any]) -> list[tuple[int, object]] | None:
+    """:func:`_hands_of` with each token parsed as the card parser reads it; None when one
+    is not a card."""
+    try:
+        return [(parse_card(str(c["card"])).deck_index, c.get("to")) for c in cards]
+    except (KeyError, TypeError, ValueError):
+        return None
