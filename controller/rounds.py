@@ -79,6 +79,12 @@ class CardLedger:
     def stub_count(self, count: int) -> list[Output]:
         return []
 
+    def complete(self) -> bool:
+        """Is every card of the round dealt — none is due under the game's rules, whatever
+        the players do? False where the game cannot say (a ledger knows no hands): the
+        engine then takes the round as still being dealt."""
+        return False
+
     def end(self) -> list[Output]:
         data: dict[str, Any] = {
             "round": self.round_no,

@@ -364,6 +364,50 @@ def test_cut_card_during_round_makes_it_the_last(name: str) -> None:
     assert t.state == "cut" and t.engine.shoe == shoe + 1
 
 
+PUNTO_BANCO_CUT_CARD = ["gr-banco-punto", "live-baccarat"]
+
+
+@pytest.mark.parametrize("name", PUNTO_BANCO_CUT_CARD)
+@pytest.mark.parametrize(("hand", "complete"), [
+    (["9S", "KH", "TD", "QC"], True),  # Punto's natural: the hand is over after four
+    (["6D", "AS", "JD", "3H", "5D"], True),  # Punto 6 stands, Banco 4 draws one: over
+    (["6D", "AS", "JD", "3H"], False),  # Banco on 4 must still draw
+    (["2D", "AS", "JD", "3H"], False),  # Punto on 3 must still draw
+])
+def test_cut_card_after_a_hands_last_card_makes_the_next_round_the_last(
+        name: str, hand: list[str], complete: bool) -> None:
+    """001 BP §16: a cut card read once the hand's cards are all dealt (before the dealer's
+    round_end) is the first card drawn for the next hand, which is played and is the last;
+    read while the tableau still wants a card, it shows during the hand, which is the
+    last (a review: the first case raised a critical PLAY_AFTER_LAST_HAND)."""
+    t = Table(name).prepare()
+    behind = prof(name).cut_card.behind
+    end = len(t.stack) - behind  # the hand: the last cards before the cut card's place
+    for i, card in enumerate(hand):
+        j = t.stack.index(card, t.pos)
+        at = end - len(hand) + i
+        t.stack[at], t.stack[j] = t.stack[j], t.stack[at]
+    t.play_until(behind + len(hand))
+    t.bets()
+    t.cards(len(hand))
+    assert t.stack[t.pos - len(hand):t.pos] == hand
+    outs = t.send("cut_card")
+    notes = [o for o in outs if isinstance(o, Note)]
+    assert [n.kind for n in notes] == ["last_hand"]
+    if not complete:
+        assert t.state == "last_round"
+        return
+    assert t.state == "round" and notes[0].data["next_round_last"] is True
+    t.send("round_end")
+    assert t.state == "ready" and "LAST HAND" in t.engine.prompt().text
+    t.bets()
+    assert t.state == "last_round"
+    t.cards(4)
+    t.send("round_end")
+    assert t.state == "shoe_complete"
+    assert t.run.proc() == {}
+
+
 @pytest.mark.parametrize("name", ROUND_IS_LAST_PROFILES)
 def test_cut_card_as_first_card_round_is_played_and_last(name: str) -> None:
     t = _to_cut_card(name, 0)

@@ -259,6 +259,20 @@ class Dealing(Preparation):
                 out.append(Note("last_hand", "cut card before the first card: no further "
                                 "round; this round is not dealt", {"round": self.round}))
                 return LAST_ROUND
+            shoe = self._shoe
+            if (measured and not no_round and shoe.round_cards and shoe.aside is None
+                    and self.profile.cut_card.first_card_of_round == "round-is-last"
+                    and shoe.referee.complete()):
+                # 001 BP §16: the hand's cards are all dealt, so the cut card is the first
+                # card drawn for the next hand, which is played and is the last — whether
+                # the reader or the dealer's round_end reached the engine first (a review:
+                # the round still open made it "during a hand", and the hand §16 requires
+                # a critical PLAY_AFTER_LAST_HAND)
+                shoe.next_round_last = True
+                out.append(Note("last_hand", f"cut card out after round {self.round}'s last "
+                                "card: it is the first card of the next round, the last hand",
+                                {"round": self.round, "next_round_last": True}))
+                return None
             out.append(Note("last_hand", f"cut card out: round {self.round} is the last "
                             "hand of the shoe", {"round": self.round}))
             return LAST_ROUND

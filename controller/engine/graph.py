@@ -136,7 +136,10 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         g.append(("cut_card_placed", only(CUT_CARD, CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE,
                                           SUSPENDED, CLOSING_CHECK), only(LOAD)))
         no_round = p.cut_card.first_card_of_round == "no-round"
-        g.append(("cut_card", only(ROUND), only(LAST_ROUND)))
+        # (no state change where the round's cards were all dealt: the cut card is the next
+        # round's first card, 001 BP §16 — TableEngine._on_cut_card)
+        g.append(("cut_card", only(ROUND),
+                  only(LAST_ROUND) + ([] if no_round else [None])))
         # a card read from behind the cut card's place with no cut card read: it came out
         # unread, before that card (TableEngine._card_behind_cut_card)
         g.append(("card", only(ROUND), only(LAST_ROUND)))

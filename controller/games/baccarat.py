@@ -253,6 +253,21 @@ class BaccaratReferee(CardLedger):
             return self._option(side, STAND, recorded=True)
         return []
 
+    def complete(self) -> bool:
+        """No card is due: the four are dealt and each side has drawn or stood as the
+        tableau says (a natural ends the hand). A side whose rule leaves it an option (chemin
+        de fer) is done only once it stood or drew; a round already flagged against the
+        tableau, or dealt with no tableau, is not known to be complete."""
+        if self.tableau == "none" or self.flagged or not self._dealt_four():
+            return False
+        if self._naturals():
+            return True
+        for side in (PUNTO, BANCO):
+            if len(self.hands[side]) == 2 and not self.stood[side] \
+                    and self._rule(side) != STAND:
+                return False
+        return True
+
     def end(self) -> list[Output]:
         out: list[Output] = []
         n = len(self.hands[PUNTO]) + len(self.hands[BANCO])
