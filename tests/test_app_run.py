@@ -24,7 +24,7 @@ import pytest
 
 from controller.app.console import DealerConsole
 from controller.app.run import EXIT_BAD_INPUT, EXIT_OK, run_table
-from controller.audit import table_files, verify_file
+from controller.audit import AnchorSink, AuditLog, table_files, verify_file
 from controller.audit.replay import replay
 from controller.events import parse_event
 from controller.profiles import load_profile
@@ -232,6 +232,9 @@ def test_run_recovers_a_torn_log_and_shows_where_it_stands(tmp_path: Path) -> No
     out, err = io.StringIO(), io.StringIO()
     run_table(str(config), stdin=io.StringIO("o\n"), out=out, err=err)
     path = log_path(tmp_path)
+    # a later run opens the day's log (anchoring 'open') and dies in a write
+    AuditLog.open(path, anchors=AnchorSink(tmp_path / "anchors.jsonl", syslog=False)) \
+        .writer._sink.close()
     with open(path, "a") as f:
         f.write('{"kind":"input","event":{"type":"dea')  # a write cut by a crash
     out, err = io.StringIO(), io.StringIO()
@@ -240,6 +243,23 @@ def test_run_recovers_a_torn_log_and_shows_where_it_stands(tmp_path: Path) -> No
     assert "recovered: cut a torn line" in text and "state opening_check" in text
     assert "next: Count and verify the 6 deck(s) before play." in text
     assert verify_file(path).ok
+
+
+def test_run_refuses_a_log_with_lines_after_its_close(tmp_path: Path) -> None:
+    """A torn line after the writer's close is no crash (a writer that reopens anchors
+    'open' first): the table is not run on it, and the log is left as it was (a review:
+    recovery cut it and anchored whatever came before it, a forgery included)."""
+    config = write_config(tmp_path / "table.toml", None, profile="gr-blackjack")
+    out, err = io.StringIO(), io.StringIO()
+    run_table(str(config), stdin=io.StringIO("o\n"), out=out, err=err)
+    path = log_path(tmp_path)
+    with open(path, "a") as f:
+        f.write('{"kind":"input","event":{"type":"dea')
+    before = path.read_bytes()
+    out, err = io.StringIO(), io.StringIO()
+    assert run_table(str(config), stdin=io.StringIO("\n"), out=out, err=err) == EXIT_BAD_INPUT
+    assert "the writer closed this file at seq" in err.getvalue()
+    assert "a torn line follow" in err.getvalue() and path.read_bytes() == before
 
 
 @pytest.mark.parametrize(("extra", "message"), [

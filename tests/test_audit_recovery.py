@@ -20,7 +20,14 @@ from test_audit_helpers import (
     write_lines,
 )
 
-from controller.audit import AnchorSink, AuditLog, AuditLogError, read_anchors, verify_file
+from controller.audit import (
+    AnchorSink,
+    AuditLog,
+    AuditLogError,
+    open_table_log,
+    read_anchors,
+    verify_file,
+)
 from controller.audit.recovery import recover
 from controller.audit.replay import replay
 from controller.cli import main
@@ -240,9 +247,12 @@ def test_keyed_recovery_continues_the_mac_chain(tmp_path: Path) -> None:
 def test_recovery_anchor_and_rotation(tmp_path: Path) -> None:
     anchors = AnchorSink(tmp_path / "anchors.jsonl", syslog=False)
     first = write_day(tmp_path / "logs", dt.date(2026, 11, 20), anchors=anchors)
-    second = write_day(tmp_path / "logs", DAY, anchors=anchors, seed=4)
+    log = open_table_log(tmp_path / "logs", "T1", DAY, anchors=anchors)
+    feed_log(log, load_profile(NAME), _events())
+    log.writer._sink.close()  # the process dies in a write: no close, no anchor
+    second = Path(log.writer.name)
     lines = read_lines(second)
-    write_lines(second, [*lines[:-1], lines[-1][:-5]])
+    write_lines(second, [*lines, lines[-1][:-5]])
     result = recover(second, anchors=anchors)
     result.log.close()
     reasons = [a.reason for a in read_anchors(tmp_path / "anchors.jsonl") if a.file == second.name]

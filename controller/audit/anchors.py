@@ -108,6 +108,40 @@ class AnchorSink:
         return record
 
 
+    def recorded(self, name: str) -> list[Anchor]:
+        """The anchors the anchor file holds for the log file ``name`` (its base name), in
+        file order: what a writer about to continue that file checks it against
+        (:func:`controller.audit.opening.check_anchored`). Only the lines that name it are
+        decoded (an anchor file shared by many files and days stays cheap to read). No
+        file: none. A torn last line is skipped, as by :func:`read_anchors`; an unreadable
+        file or a bad line naming this file: :class:`AnchorFileError`."""
+        if self.path is None:
+            return []
+        why = file_problem(self.path)
+        if why == "no such file":
+            return []
+        if why is not None:
+            raise AnchorFileError(f"cannot read the anchor file: {why}", path=self.path)
+        try:
+            data = Path(self.path).read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise AnchorFileError(f"cannot read the anchor file: {exc.strerror or exc}",
+                                  path=self.path) from None
+        base = os.path.basename(name)
+        needle = base.encode("utf-8", "surrogateescape")
+        lines = data.split(b"\n")
+        last = len(lines) if data.endswith(b"\n") else len(lines) - 1  # (torn: skipped)
+        out: list[Anchor] = []
+        for n in range(last):
+            line = lines[n]
+            if needle in line:
+                out.extend(a for a in _parse(line, self.path, first_line=n + 1)
+                           if a.file == base)
+        return out
+
+
 def anchor_file_problem(path: str | os.PathLike[str]) -> str | None:
     """Why anchors cannot be appended at ``path`` (None: they can, as far as one can tell
     before writing). Asked before a command starts: a directory, or a file under one that

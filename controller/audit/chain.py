@@ -39,6 +39,7 @@ from typing import Any
 
 import orjson
 
+from controller.audit.anchors import Anchor
 from controller.audit.canonical import (
     GENESIS,
     MAC_ALG,
@@ -51,6 +52,7 @@ from controller.audit.errors import AuditLogError
 from controller.audit.modes import FILE_MODE
 from controller.audit.opening import (
     TornCut,
+    check_anchored,
     cut_torn_tail,
     fsync_dir,
     open_existing,
@@ -173,6 +175,7 @@ class HashChainWriter:
         chain: Mapping[str, Any] | None = None,
         verify: bool = True,
         repair_torn: bool = False,
+        anchored: Sequence[Anchor] = (),
     ) -> HashChainWriter:
         """Open ``path`` for appending, creating it (mode 0o640) or continuing its chain.
 
@@ -187,6 +190,10 @@ class HashChainWriter:
         ``start`` and ``chain`` apply to an empty file only: where its chain
         starts (a rotated set continues from the previous file's head) and the
         ``chain`` field written into its first record.
+
+        ``anchored``: the anchors recorded for this file; an existing file they show was
+        cut or added to is refused before anything is cut or written
+        (:func:`~controller.audit.opening.check_anchored`).
         """
         policy = check_durability(durability)
         name = os.fspath(path)
@@ -208,6 +215,8 @@ class HashChainWriter:
                         "already open by another writer (two writers would fork the chain)",
                         path=name,
                     ) from None
+            if not created and anchored:
+                check_anchored(fd, name, anchored)
             torn = (cut_torn_tail(fd, name, policy, key, verify) if repair_torn
                     else None)
             empty = os.fstat(fd).st_size == 0

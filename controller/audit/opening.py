@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from controller import jsontext
+from controller.audit.anchors import Anchor
 from controller.audit.canonical import GENESIS, record_hash
 from controller.audit.errors import AuditLogError
 from controller.audit.verify import VerifyResult, verify_tail
@@ -37,14 +39,15 @@ class TornCut:
                 "sha256": self.sha256}
 
 
-def read_head(fd: int, path: str) -> tuple[int, str]:
+def read_head(fd: int, path: str, end: int | None = None) -> tuple[int, str]:
     """The (seq, hash) of the last record of an open log file; (0, GENESIS) if it is empty.
 
     Refuses (AuditLogError with path and line) a torn or unparseable last line,
     or one whose hash does not match its content: appending would extend a
-    broken chain. Recovery is a separate, explicit step.
+    broken chain. Recovery is a separate, explicit step. ``end``: read the file as if it
+    ended there (the end of its last whole line, before a torn one).
     """
-    size = os.fstat(fd).st_size
+    size = os.fstat(fd).st_size if end is None else end
     if size == 0:
         return 0, GENESIS
     if os.pread(fd, 1, size - 1) != b"\n":
@@ -137,6 +140,57 @@ def open_existing(name: str, seq: int, prev: str, *, key: bytes | None, verify: 
     if (result.head_seq, result.head) != (seq, prev):  # pragma: no cover - changed under the lock
         raise AuditLogError("the file changed while it was being verified", path=name)
     return mac
+
+
+def check_anchored(fd: int, name: str, anchored: Sequence[Anchor]) -> None:
+    """Refuse (:class:`AuditLogError`, before anything is cut or written) to continue a log
+    that its own anchors (``anchored``: those naming this file, in anchor-file order) show
+    was cut or added to since its writer last anchored it:
+
+    - an anchor records a seq past the file's last whole record: records were cut off (or,
+      under durability ``none``, lost to a power cut);
+    - the last whole record is not the one an anchor of its seq recorded: rewritten;
+    - the writer's last anchor of the file is ``close``, and records or a torn line follow
+      it: a writer that reopens a file anchors ``open`` first, so they are someone else's.
+
+    ``audit verify --anchors`` names the same damage (:mod:`controller.audit.sets`); here it
+    keeps a restart or ``audit recover`` from cutting a torn line off such a tail and
+    anchoring the result as the truth (a review: a forged record appended after ``close``,
+    then half a line, was "recovered" and then verified clean)."""
+    if not anchored:
+        return
+    found = find_torn_tail(fd)
+    torn = found is not None
+    end = found[0] if found is not None else os.fstat(fd).st_size
+    if end == 0:  # no whole record: a new file's start, which its 'open' anchor names
+        return
+    seq, head = read_head(fd, name, end=end)
+    lines = count_newlines(fd, end)
+    furthest = max(anchored, key=lambda a: a.seq)
+    if furthest.seq > seq:
+        raise AuditLogError(
+            f"the {furthest.reason} anchor written at {furthest.ts} (anchor line "
+            f"{furthest.line}) records seq {furthest.seq}, but the file's last whole record "
+            f"is seq {seq}: {furthest.seq - seq} record(s) anchored before are gone — cut off "
+            "(or lost to a power cut under durability 'none'); nothing was cut or written",
+            path=name, line=lines + 1)
+    for a in anchored:
+        if a.seq == seq and a.hash != head:
+            raise AuditLogError(
+                f"the last record (seq {seq}) is not the one the {a.reason} anchor written at "
+                f"{a.ts} (anchor line {a.line}) recorded: the log was rewritten; nothing was "
+                "cut or written", path=name, line=lines)
+    last = max(anchored, key=lambda a: a.line)
+    if last.reason == "close" and (seq > last.seq or torn):
+        after = seq - last.seq
+        what = " and ".join([*([f"{after} record(s)"] * (after > 0)),
+                             *(["a torn line"] * torn)])
+        raise AuditLogError(
+            f"the writer closed this file at seq {last.seq} (the close anchor written at "
+            f"{last.ts}, anchor line {last.line}), and {what} follow it: a writer that "
+            "reopens a file anchors 'open' first, so they were added by someone else — "
+            "damage, not a crash; nothing was cut or written",
+            path=name, line=lines - after + 1)
 
 
 def find_torn_tail(fd: int) -> tuple[int, bytes] | None:

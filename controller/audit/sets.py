@@ -24,14 +24,14 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from controller import jsontext
 from controller.audit.anchors import Anchor
 from controller.audit.files import parse_log_name
 from controller.audit.records import Meter
-from controller.audit.verify import WRONG_KEY, VerifyResult, verify_file
+from controller.audit.verify import TORN, WRONG_KEY, VerifyResult, verify_file
 from controller.inputfiles import file_problem
 from controller.jsontext import JsonTextError
 
@@ -429,6 +429,21 @@ def _check_link(check: TableCheck, i: int, partial: bool) -> None:
                                       "the MAC chain does not continue the previous file", "mac"))
 
 
+def _whole(r: VerifyResult) -> bool:
+    """Did the file verify up to its last whole record (a torn last line at most)? Its
+    anchors are then checked against that record: a torn line must not hide a cut tail, or
+    records after a close (a review)."""
+    return r.ok or r.problem == TORN
+
+
+def _not_a_crash(check: TableCheck, fc: FileCheck, why: str) -> None:
+    """The file's torn last line, which verification calls a crash's that recovery cuts
+    back, is not one (``why``): say so where it is reported (recovery refuses it too)."""
+    for i, p in enumerate(check.problems):
+        if p.file == str(fc.path) and p.kind == TORN:
+            check.problems[i] = replace(p, detail=f"not a crash: {why}; recover refuses it")
+
+
 def _check_anchors(check: TableCheck, anchors: list[Anchor], partial: bool,
                    given: Set[str] = frozenset()) -> None:
     """Every anchor against the record it names, matched by file *and* seq: a table's
@@ -438,6 +453,7 @@ def _check_anchors(check: TableCheck, anchors: list[Anchor], partial: bool,
     by_name = {fc.name: fc for fc in check.files}
     not_given: dict[str, Anchor] = {}
     last_for: dict[str, Anchor] = {}
+    furthest: dict[str, Anchor] = {}  # per file, the anchor furthest past its end
     for a in anchors:
         fc = by_name.get(a.file)
         if fc is None:
@@ -467,22 +483,36 @@ def _check_anchors(check: TableCheck, anchors: list[Anchor], partial: bool,
                     f"{a.kind} line {a.line}): the log was rewritten at or before this record",
                     REWRITTEN, "hashes recomputed after an edit"))
             continue
-        if r.ok and a.seq > r.head_seq:
+        if _whole(r) and a.seq > r.head_seq:
             check.anchors_checked += 1
-            check.problems.append(Problem(
-                str(fc.path), r.lines + 1, r.head_seq + 1,
-                f"truncated tail: the {a.kind} {a.made} at {a.ts} ({a.reason}, {a.kind} "
-                f"line {a.line}) records seq {a.seq}, but the file ends at seq {r.head_seq} "
-                f"(line {r.lines})", TRUNCATED, f"{a.seq - r.head_seq} record(s) cut off the end"))
+            if a.file not in furthest or a.seq > furthest[a.file].seq:
+                furthest[a.file] = a
+    for name, a in furthest.items():  # one cut tail a file: named by the furthest anchor
+        fc = by_name[name]
+        r = fc.result
+        last = fc.line_of(r.head_seq)
+        then = ", then a torn line" if r.problem == TORN else ""
+        check.problems.append(Problem(
+            str(fc.path), last + 1, r.head_seq + 1,
+            f"truncated tail: the {a.kind} {a.made} at {a.ts} ({a.reason}, {a.kind} "
+            f"line {a.line}) records seq {a.seq}, but the file ends at seq {r.head_seq} "
+            f"(line {last}){then}", TRUNCATED, f"{a.seq - r.head_seq} record(s) cut off the end"))
+        _not_a_crash(check, fc, "the anchors show records cut off before it")
     for name, a in last_for.items():
         fc = by_name[name]
         r = fc.result
-        if a.reason == "close" and r.ok and r.head_seq > a.seq and a.seq in r.hashes:
+        torn = r.problem == TORN
+        if a.reason == "close" and _whole(r) and (r.head_seq > a.seq or torn) \
+                and a.seq in r.hashes:
+            what = ("record(s)" if r.head_seq > a.seq else "a torn line") + \
+                (" and a torn line" if torn and r.head_seq > a.seq else "")
             check.problems.append(Problem(
-                str(fc.path), fc.line_of(a.seq + 1), a.seq + 1,
-                f"record(s) after the writer closed the file at seq {a.seq} (anchor written at "
+                str(fc.path), fc.line_of(a.seq) + 1, a.seq + 1,
+                f"{what} after the writer closed the file at seq {a.seq} (anchor written at "
                 f"{a.ts}, anchor line {a.line}); a writer that reopens a file anchors 'open' "
-                "first, and no such anchor follows", APPENDED, "forged record(s) appended"))
+                "first, and no such anchor follows", APPENDED, "forged record(s) appended"
+                if r.head_seq > a.seq else "written after the close: not a crash"))
+            _not_a_crash(check, fc, "it follows the writer's close")
     for name, a in sorted(not_given.items()):
         what = (f"the anchors name {name} (up to seq {a.seq}, anchored {a.ts}), which was "
                 "not given")

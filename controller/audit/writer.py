@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
 
+from controller.audit.anchors import Anchor, AnchorFileError
 from controller.audit.canonical import canonical_bytes
 from controller.audit.chain import (
     DURABILITY_POLICIES,
@@ -213,10 +214,20 @@ class AuditLog:
         the head is published: at open, shoe end, table close and close) and
         ``table`` (the table named in the anchors until a record names one).
         """
+        anchored: list[Anchor] = []
+        unread = None
+        if anchors is not None:  # what they recorded of this file: its tail is checked
+            try:
+                anchored = anchors.recorded(os.path.basename(os.fspath(path)))
+            except AnchorFileError as exc:  # (the log is the evidence: it is not stopped)
+                unread = (f"the anchor file could not be read to check this log's tail "
+                          f"before continuing it: {exc}")
         writer = HashChainWriter.open(path, durability=durability, clock=clock, key=key,
                                       start=start, chain=chain, verify=verify,
-                                      repair_torn=repair_torn)
+                                      repair_torn=repair_torn, anchored=anchored)
         log = cls(writer, anchors=anchors, table=table)
+        if unread is not None:
+            log._anchor_trouble.append(unread)
         try:
             log.anchor("open")
         except BaseException:
