@@ -355,6 +355,21 @@ def test_verify_names_the_tampering(plain: LogSet, tamper) -> None:
     assert (problem.file, problem.line, problem.kind) == (str(path), line, kind), problem
 
 
+@pytest.mark.parametrize("tamper", [make_delete, make_reorder, make_insert])
+def test_with_the_key_a_record_moved_or_lost_is_named_as_without_it(keyed: LogSet,
+                                                                     tamper) -> None:
+    """The link is checked before the MAC: a deletion or reordering breaks the MAC chain
+    of the genuine record after it too, and was reported as that record being forged (a
+    review). A forged insertion is named at the forgery itself: it links, and its MAC
+    fails."""
+    path, line, kind = tamper(keyed)
+    if tamper is make_insert:
+        line, kind = line - 1, "mac"
+    check = verify_set(keyed.files, key=KEY)
+    problem = first_problem(check)
+    assert (problem.file, problem.line, problem.kind) == (str(path), line, kind), problem
+
+
 def test_insertion_detail_names_the_inserted_line(plain: LogSet) -> None:
     _, line, _ = make_insert(plain)
     problem = first_problem(verify_set(plain.files))
@@ -989,3 +1004,14 @@ def test_a_day_file_renamed_is_still_in_its_chain(plain: LogSet) -> None:
     second = plain.files[1].rename(plain.files[1].with_name("copy-of-day-2.jsonl"))
     problem = first_problem(verify_set([plain.files[0], second], partial=True))
     assert problem.kind == "rewritten" and problem.file == str(second), problem
+
+
+def test_two_files_whose_contents_were_swapped_are_named_so(plain: LogSet) -> None:
+    first, second = plain.files[0], plain.files[1]
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    problem = first_problem(verify_set(plain.files))
+    assert (problem.file, problem.line, problem.kind) == (str(first), 1, "reordered")
+    assert "continues itself" in problem.reason and "renamed" in (problem.detail or "")
+    assert "not given" not in problem.reason

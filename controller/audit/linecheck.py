@@ -398,8 +398,12 @@ class ChainState:
                 hashlib.sha256(unhashed.encode("utf-8")).hexdigest() != record["hash"]:
             raise BadLine(seq, "hash mismatch: record was edited", EDITED)
 
-        self._check_mac(record, unhashed, seq, first=first, is_last=is_last)
+        # the link first: a record deleted, repeated or moved breaks the MAC chain of the
+        # genuine record after it too, and "mac mismatch: not what the key holder wrote"
+        # called a deletion a forgery (a review); a record that links and still fails its
+        # MAC was rewritten or forged
         self._check_link(record, seq, first=first, lineno=lineno)
+        self._check_mac(record, unhashed, seq, first=first, is_last=is_last)
 
         self.before_last_hash = self.last_hash
         self.last_seq, self.last_hash = seq, record["hash"]

@@ -31,7 +31,7 @@ from controller import jsontext
 from controller.audit.anchors import Anchor
 from controller.audit.files import parse_log_name
 from controller.audit.records import Meter
-from controller.audit.verify import TORN, WRONG_KEY, VerifyResult, verify_file
+from controller.audit.verify import REORDERED, TORN, WRONG_KEY, VerifyResult, verify_file
 from controller.inputfiles import file_problem
 from controller.jsontext import JsonTextError
 
@@ -372,6 +372,8 @@ def _check_link(check: TableCheck, i: int, partial: bool) -> None:
             f"{fc.name} starts a new chain; recorded reason: {new_chain.get('reason')!r}; "
             f"previous file {prev.get('file')} verified up to seq {prev.get('seq')} "
             f"(problem: {prev.get('problem')})")
+    if isinstance(cont, dict) and _misnamed(check, i, cont):
+        return
     if i == 0:
         if isinstance(cont, dict):
             where = fc.path.parent / str(cont.get("file"))
@@ -427,6 +429,24 @@ def _check_link(check: TableCheck, i: int, partial: bool) -> None:
     elif r.keyed and r.mac_checked and cont.get("mac") != b.mac_head:
         check.problems.append(Problem(str(fc.path), 1, c_seq + 1,
                                       "the MAC chain does not continue the previous file", "mac"))
+
+
+def _misnamed(check: TableCheck, i: int, cont: dict[str, object]) -> bool:
+    """Does file ``i`` say it continues a file of the set that is not the one before it —
+    itself, or one after it? Then the files' names do not match their contents (renamed, or
+    their contents swapped): one problem, where "that file was not given" or "left out"
+    named a file that was given (a review)."""
+    fc = check.files[i]
+    names = [f.name for f in check.files]
+    c_file, c_seq = cont.get("file"), cont.get("seq")
+    if not isinstance(c_file, str) or c_file not in names[i:]:
+        return False
+    which = "itself" if c_file == fc.name else f"{c_file}, which comes after it in the set"
+    check.problems.append(Problem(
+        str(fc.path), 1, (c_seq + 1) if isinstance(c_seq, int) else None,
+        f"its first record continues {which} (from seq {c_seq}): the files' names do not "
+        "match their contents", REORDERED, "files renamed, or their contents swapped"))
+    return True
 
 
 def _whole(r: VerifyResult) -> bool:

@@ -9,11 +9,12 @@ The checks, in order, for each line (1-based):
    re-formatting, no duplicate keys);
 5. ``hash`` equals the SHA-256 of the canonical encoding of the record
    without ``hash`` (otherwise the record was edited);
-6. ``mac``: a keyed file (its first record's ``chain.mac``) has a ``mac`` on
+6. ``seq`` is the previous record's ``seq`` + 1;
+7. ``prev`` equals the previous record's ``hash``;
+8. ``mac``: a keyed file (its first record's ``chain.mac``) has a ``mac`` on
    every record, an unkeyed one on none; with the key, each ``mac`` is the
-   HMAC-SHA-256 of the previous ``mac`` and the record without ``hash``/``mac``;
-7. ``seq`` is the previous record's ``seq`` + 1;
-8. ``prev`` equals the previous record's ``hash``.
+   HMAC-SHA-256 of the previous ``mac`` and the record without ``hash``/``mac``
+   (after the link, so that a record deleted or moved is named as such).
 
 The chain starts at seq 1 and ``GENESIS``, unless the file's first record
 says (``chain.continues``) that it continues another file of a rotated set:
