@@ -196,6 +196,28 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK if result.identical else EXIT_FAIL
 
 
+def _html_problem(html: Path, logs: list[str]) -> str | None:
+    """Why the report's page cannot be written at ``html`` — asked before the report is
+    built. Never over a log: a review's ``--html LOG LOG`` replaced the audit log with
+    the page."""
+    from controller.audit.sets import not_a_log
+
+    try:
+        if html.is_dir():
+            return "a directory"
+        if not html.parent.is_dir():
+            return "its directory does not exist"
+        if not html.exists():
+            return None
+        if any(os.path.samefile(html, log) for log in logs if os.path.exists(log)):
+            return "it is one of the logs given: the page would overwrite it"
+        if html.is_file() and html.stat().st_size and not_a_log(html) is None:
+            return "it holds an audit log: the page would overwrite it"
+    except OSError as exc:
+        return f"cannot use it: {exc.strerror or exc}"
+    return None
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from controller.audit.replay import ReplayError
     from controller.audit.report import build_report, render_round, render_text
@@ -214,11 +236,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not Path(d).is_dir():  # (the sabot history would be read from nowhere, unsaid)
             _err("report", f"--log-dir {d}: no such directory")
             return EXIT_BAD_INPUT
-    html = Path(args.html) if args.html else None
-    if html is not None and (html.is_dir() or not html.parent.is_dir()):
+    if args.html and (why := _html_problem(Path(args.html), args.logs)) is not None:
         # (said after the whole report was built and printed: a review)
-        _err("report", f"--html {html}: " + ("a directory" if html.is_dir()
-                                             else "its directory does not exist"))
+        _err("report", f"--html {args.html}: {why}")
         return EXIT_BAD_INPUT
     try:
         with _bar(args) as bar:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from pathlib import Path
 
 from controller.audit import AuditLogError
-from controller.audit.witness import WitnessError, load_or_create_key
+from controller.audit.witness import WitnessError, load_or_create_key, parse_checkpoints
 from floor.core import Floor
 from floor.options import add_floor_options as add_floor_options
 from floor.serve import HostPortError, host_port, listen, server
-from floor.store import StoreError, open_store
+from floor.store import StoreError, open_store, sqlite_path
 from floor.views import Disclosure
 from floor.web import floor_app
 
@@ -35,6 +36,9 @@ def open_floor(args: argparse.Namespace) -> Floor:
 
 def cmd_witness_key(args: argparse.Namespace) -> int:
     """``shoewarden floor witness-key FILE [--public PUB]``."""
+    if args.public and (why := _public_problem(Path(args.key), Path(args.public))):
+        print(f"shoewarden floor witness-key: --public {args.public}: {why}", file=sys.stderr)
+        return 2
     try:
         signer, made = load_or_create_key(args.key)
         pem = signer.public_pem()
@@ -56,8 +60,63 @@ def cmd_witness_key(args: argparse.Namespace) -> int:
     return 0
 
 
+def _public_problem(key: Path, public: Path) -> str | None:
+    """Why the public key must not be written at ``public``: over the private key (a
+    review's ``witness-key wk.pem --public wk.pem`` lost the floor's signing key), or
+    over any file that holds a private key."""
+    try:
+        if public.exists() and ((key.exists() and os.path.samefile(key, public))
+                                or b"PRIVATE KEY" in public.read_bytes()[:4096]):
+            return "it holds the private key: writing the public key there would lose it"
+        if not public.exists() and os.path.abspath(public) == os.path.abspath(key):
+            return "it is the key file itself"
+    except OSError as exc:
+        return f"cannot use it: {exc.strerror or exc}"
+    return None
+
+
+def _existing_index(db: str) -> str | None:
+    """Why ``--db`` names no floor index a command only reads: an SQLite file that is not
+    there (opening it made an empty one — and its directories — and the command then said
+    nothing, or that the floor holds nothing: a review)."""
+    if db.startswith(("postgresql://", "postgres://")):
+        return None
+    try:
+        path = sqlite_path(db)
+    except StoreError as exc:
+        return str(exc)
+    if path != ":memory:" and not Path(path).is_file():
+        return f"no floor index at {path} (--db names the floor's index: sqlite:///PATH)"
+    return None
+
+
+def _out_problem(out: Path) -> str | None:
+    """Why the checkpoints must not be written at ``out``: a file that holds something else
+    than checkpoints (an audit log, a key, a database) would be truncated."""
+    try:
+        if out.is_dir():
+            return "a directory"
+        if not out.exists() or out.stat().st_size == 0:
+            return None
+        head = out.read_bytes()[:1 << 16]
+        try:
+            parse_checkpoints(head[:head.rfind(b"\n") + 1] or head, str(out))
+        except WitnessError:
+            return ("it holds something else than witness checkpoints: give a new file "
+                    "(nothing was written)")
+    except OSError as exc:
+        return f"cannot use it: {exc.strerror or exc}"
+    return None
+
+
 def cmd_witness_export(args: argparse.Namespace) -> int:
     """``shoewarden floor witness-export --db URL [--table T] [--out FILE]``."""
+    why = _existing_index(args.db) or (_out_problem(Path(args.out)) if args.out else None)
+    if why is not None:
+        print(f"shoewarden floor witness-export: {why}" if why.startswith("no floor") or
+              why.startswith("--db") else
+              f"shoewarden floor witness-export: --out {args.out}: {why}", file=sys.stderr)
+        return 2
     try:
         store = open_store(args.db)
     except StoreError as exc:
@@ -93,6 +152,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
         if not args.db and not index.is_file():  # (a new, empty index would hold nothing)
             raise RepairError(f"no floor index at {index} (the default, under --log): give "
                               "--db URL, the floor's index", refused=False)
+        if args.db and (why := _existing_index(args.db)) is not None:
+            raise RepairError(why, refused=False)
         store = open_store(args.db or f"sqlite:///{index}")
         floor = Floor([], store, audit_dir=log_dir, files_on_disk=False,
                       tables=frozenset({args.table}))

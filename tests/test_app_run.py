@@ -375,3 +375,20 @@ def test_console_stud_and_shuffler_and_errors() -> None:
                      ("b one", "boxes are numbers"), ("a hit", "unknown action")):
         cmd = parse(bad)
         assert cmd.kind == "error" and why in cmd.message, (bad, cmd.message)
+
+
+def test_a_config_naming_another_profile_than_the_days_log_is_refused_before_any_write(
+        tmp_path: Path) -> None:
+    """A review: the refusal came after recovery had appended a record, at every start."""
+    config = write_config(tmp_path / "table.toml", None, profile="gr-blackjack")
+    run_table(str(config), stdin=io.StringIO("o\n"), out=io.StringIO(), err=io.StringIO())
+    path = log_path(tmp_path)
+    before = path.read_bytes()
+    config = write_config(tmp_path / "table.toml", None, profile="live-blackjack")
+    for _ in range(2):
+        err = io.StringIO()
+        assert run_table(str(config), stdin=io.StringIO(""), out=io.StringIO(),
+                         err=err) == EXIT_BAD_INPUT
+        assert "runs profile gr-blackjack" in err.getvalue()
+        assert f"{config} says profile = 'live-blackjack'" in err.getvalue()
+        assert path.read_bytes() == before

@@ -320,6 +320,37 @@ def test_recover_leaves_a_file_that_is_no_log_as_it_is(tmp_path: Path,
     assert empty.read_bytes() == b""
 
 
+@pytest.mark.parametrize("data", [b"my secret table notes, one line", bytes(range(256)) * 2,
+                                  b"\0" * 4096, b'{"a": 1}'])
+def test_recover_leaves_another_programs_file_as_it_is(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes) -> None:
+    """A one-line text, binary or JSON file (no newline at its end) was "recovered": its
+    line cut as a torn write and the file replaced by a recovery record (a review)."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes(data)
+    assert main(["audit", "recover", "--no-syslog", str(path)]) == 2
+    assert "not an audit log" in capsys.readouterr().err
+    assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize(("tail", "why"), [
+    (b"garbage with no newline", "does not begin as a record does"),
+    (b'{"note": "a whole object"}', "a whole JSON value, but no record"),
+    (b'{"ev\xff\xfe\xfdent":', "not UTF-8 text"),
+])
+def test_recovery_cuts_only_a_record_cut_short(tmp_path: Path, tail: bytes, why: str) -> None:
+    path = _crashed_log(tmp_path, _events())
+    data = path.read_bytes() + tail
+    path.write_bytes(data)
+    for whole in (True, False):
+        with pytest.raises(AuditLogError, match=why):
+            recover(path, whole=whole)
+        assert path.read_bytes() == data
+    path.write_bytes(data[:-len(tail)] + b'{"event":{"type":"card","card":"A\xe2\x99')
+    recover(path).log.close()  # a character cut in two at the end: a crash's
+    assert verify_file(path).ok
+
+
 def test_recover_names_a_broken_last_line_with_its_newline_as_damage(
         tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     # a review: half a record and then its newline was refused (right: the writer writes a

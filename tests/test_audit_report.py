@@ -390,6 +390,35 @@ class _Collector(HTMLParser):
         (self.scripts if self._in_script else self.text).append(data)
 
 
+def test_the_page_is_never_written_over_a_log(known: tuple[Path, list[Step]], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review: ``--html LOG LOG`` replaced the audit log with the page; a directory the
+    command may not enter raised PermissionError with a traceback."""
+    path, _ = known
+    data = path.read_bytes()
+    assert main(["audit", "report", "--html", str(path), str(path)]) == 2
+    assert "it is one of the logs given" in capsys.readouterr().err
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(data)
+    assert main(["audit", "report", "--html", str(copy), str(path)]) == 2
+    assert "it holds an audit log" in capsys.readouterr().err
+    assert path.read_bytes() == data == copy.read_bytes()
+    page = tmp_path / "page.html"
+    page.write_text("an older page")
+    assert main(["audit", "report", "--html", str(page), str(path)]) == 0  # (replaced)
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    denied = tmp_path / "sub" / "x.html"
+
+    def is_dir(self: Path) -> bool:
+        raise PermissionError(13, "Permission denied", str(self))
+    monkeypatch.setattr(Path, "is_dir", is_dir)
+    capsys.readouterr()
+    assert main(["audit", "report", "--html", str(denied), str(path)]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"--html {denied}: cannot use it: Permission denied")
+
+
 def test_html_is_self_contained_and_has_the_same_content(
         known: tuple[Path, list[Step]]) -> None:
     path, _ = known

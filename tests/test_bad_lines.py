@@ -252,8 +252,8 @@ def _log_with_a_deep_line(tmp_path: Path, where: str, depth: int = 1200,
     deep = b"[" * depth + b"]" * depth
     log = tmp_path / "log.jsonl"
     lines = _day_log(tmp_path).split(b"\n")[:-1]
-    if where == "torn":
-        log.write_bytes(b"\n".join(lines) + b"\n" + deep[:depth])
+    if where == "torn":  # (a record cut short: a crash's torn line begins as one does)
+        log.write_bytes(b"\n".join(lines) + b"\n" + b'{"event":' + deep[:depth])
         return log
     n = {"first": 0, "middle": 100, "last": len(lines) - 1}[where]
     lines[n] = lines[n][:-1] + b',"x":' + deep + b"}" if inside else deep

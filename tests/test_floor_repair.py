@@ -204,10 +204,12 @@ def test_an_older_file_is_repaired_while_the_table_is_on_its_next(
     (["--by", " "], "--by must name the person repairing", 2),
     (["--db", "mysql://floor"], "use sqlite:///PATH or postgresql://", 2),
     (["--db", ""], "floorlog/floor.sqlite (the default, under --log): give --db URL", 2),
+    (["--db", "sqlite:///nowhere/floor.sqlite"], "no floor index at /nowhere/floor.sqlite", 2),
 ])
 def test_bad_repair_arguments_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                         args: list[str], message: str, status: int) -> None:
     days = rotated_set(tmp_path / "logs")
+    open_store(f"sqlite:///{tmp_path / 'floor.sqlite'}").close()  # a floor's index, empty
     base = {"--db": f"sqlite:///{tmp_path / 'floor.sqlite'}", "--logs": str(tmp_path / "logs"),
             "--log": str(tmp_path / "floorlog"), "--table": "T1", "--file": days[1].name,
             "--by": "A. Auditor", "--note": "n"}

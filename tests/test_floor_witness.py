@@ -99,6 +99,40 @@ def test_the_witness_key_is_made_private_and_refused_when_others_may_read_it(
     assert code == 0 and out.startswith("-----BEGIN PUBLIC KEY-----") and "read" in err
 
 
+def test_no_witness_command_writes_over_a_key_a_log_or_an_index_it_was_not_given(
+        tmp_path: Path) -> None:
+    """A review: ``witness-key K --public K`` replaced the private key with the public one;
+    ``witness-export --out LOG`` truncated an audit log; ``--db sqlite:///missing`` made an
+    empty index (and its directories) and said nothing."""
+    key = tmp_path / "witness.pem"
+    code, _, err = run("floor", "witness-key", str(key), "--public", str(key))
+    assert code == 2 and "it is the key file itself" in err and not key.exists()
+    assert run("floor", "witness-key", str(key))[0] == 0
+    private = key.read_bytes()
+    for public in (key, tmp_path / "link.pem"):
+        if public != key:
+            public.symlink_to(key)
+        code, _, err = run("floor", "witness-key", str(key), "--public", str(public))
+        assert code == 2 and "it holds the private key" in err
+        assert key.read_bytes() == private
+    missing = tmp_path / "nowhere" / "floor.sqlite"
+    code, out, err = run("floor", "witness-export", "--db", f"sqlite://{missing}")
+    assert code == 2 and f"no floor index at {missing}" in err and out == ""
+    assert not missing.parent.exists()
+    log = tmp_path / "day.jsonl"
+    log.write_bytes(b'{"hash":"ab","kind":"header","prev":"00","seq":1,"ts":"t"}\n')
+    index = tmp_path / "floor.sqlite"
+    open_store(f"sqlite://{index}").close()
+    code, _, err = run("floor", "witness-export", "--db", f"sqlite://{index}", "--out",
+                       str(log))
+    assert code == 2 and "holds something else than witness checkpoints" in err
+    assert log.read_bytes().startswith(b'{"hash":"ab"')
+    out_file = tmp_path / "checkpoints.jsonl"
+    for _ in range(2):  # a new file, then the same export again over it
+        assert run("floor", "witness-export", "--db", f"sqlite://{index}", "--out",
+                   str(out_file))[0] == 0
+
+
 def test_audit_verify_with_the_witness_catches_a_log_cut_back_by_one_round(
         tmp_path: Path) -> None:
     log, floor, db, pub = witnessed_floor(tmp_path)

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from controller import jsontext
 from controller.app.console import Command, CommandKind, DealerConsole
 from controller.app.runtime import TableRuntime
 from controller.app.tableconfig import TableConfig, TableConfigError, load_table_config
@@ -59,6 +60,7 @@ from controller.audit.recovery import RecoveryResult, recover
 from controller.audit.replay import ReplayError
 from controller.deviations import Deviation, Severity
 from controller.events import Event
+from controller.jsontext import JsonTextError
 from controller.outputs import Note, Output, Prompt
 from controller.session import TableSession
 from drivers.diagnostics import utc_now
@@ -140,6 +142,11 @@ def open_day_log(cfg: TableConfig, *, key: bytes | None, sink: AnchorSink | None
     common: dict[str, Any] = {"key": key, "durability": cfg.durability, "anchors": sink}
     if same_day:
         path = same_day[-1]
+        logged = _header_profile(path)
+        if logged is not None and logged != cfg.profile.name:  # (before recovery writes)
+            raise RunError(f"{path}: the day's log runs profile {logged}, the table config "
+                           f"{cfg.path} says profile = {cfg.profile.name!r}; nothing was "
+                           "written to the log")
         try:
             rec = recover(path, reason=RECOVERY_REASON, **common)
         except (AuditLogError, ReplayError, LogReadError) as e:
@@ -180,6 +187,21 @@ def open_day_log(cfg: TableConfig, *, key: bytes | None, sink: AnchorSink | None
         note = f"new chain started: {new_log_reason}"
     settings.update(history_settings(cfg.log_dir, cfg.table, today))
     return _new_session(cfg, audit, settings), None, note
+
+
+def _header_profile(path: Path) -> str | None:
+    """The profile the log's first record (its header) names, if it reads: asked before the
+    log is recovered, so that a table config naming another profile is refused before a
+    recovery record is written (a review: one was appended at every refused start)."""
+    try:
+        with open(path, "rb") as f:
+            first = jsontext.loads(f.readline(1 << 20))
+    except (OSError, JsonTextError):
+        return None
+    profile = first.get("profile") if isinstance(first, dict) and \
+        first.get("kind") == "header" else None
+    name = profile.get("name") if isinstance(profile, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _whole(path: Path) -> bool:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller import jsontext
 from controller.audit.anchors import AnchorSink
 from controller.audit.files import parse_log_name, table_files
 from controller.audit.opening import check_verified
@@ -41,6 +42,7 @@ from controller.audit.records import LogReader
 from controller.audit.replay import Difference, Replayer
 from controller.audit.verify import ChainStart, verify_file
 from controller.audit.writer import AuditLog, AuditLogError, Clock, TornCut, find_torn_tail
+from controller.jsontext import JsonTextError
 from controller.session import TableSession
 
 DEFAULT_REASON = "restart after an unclean stop"
@@ -142,6 +144,13 @@ def recover(
             "this one's end was once whole — damage, not a crash; nothing was cut",
             path=str(file))
     snapshot = _tail_snapshot(file)
+    if snapshot is not None and snapshot[1]:
+        why = _not_cut_short(snapshot[1])
+        if why is not None:
+            raise AuditLogError(
+                f"the last line (line {_lines_before(file, snapshot[0]) + 1}) has no newline, "
+                f"but it is no record cut short by a crash: {why} — another program's file, "
+                "or damage; nothing was cut", path=str(file))
     if whole and snapshot is not None and snapshot[0]:
         checked = verify_file(file, key=key, end=snapshot[0])
         last = not snapshot[1] and checked.first_bad_line == checked.lines
@@ -163,6 +172,33 @@ def recover(
             raise AuditLogError(f"the recovery could not be written ({exc}); nothing was "
                                 f"changed: {kept}", path=str(file)) from exc
         raise
+
+
+def _not_cut_short(torn: bytes) -> str | None:
+    """Why a last line without its newline cannot be a record whose write a crash cut
+    short, or None when it can be: such a line is the start of a canonical record (``{``
+    and UTF-8, but for a character cut in two at its end), or a whole record that lost
+    only its newline. A review's one-line text notes and binary files were "recovered" —
+    cut, and the file replaced by a recovery record."""
+    if not torn.startswith(b"{"):
+        return "it does not begin as a record does (with '{')"
+    try:
+        torn.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(torn) - 3:  # (more than a character cut at the end)
+            return f"it is not UTF-8 text (byte {exc.start + 1})"
+    try:
+        whole = jsontext.loads(torn)
+    except JsonTextError:
+        return None  # cut short
+    if not isinstance(whole, dict) or not any(k in whole for k in ("seq", "hash", "kind")):
+        return "it is a whole JSON value, but no record (no seq, hash or kind)"
+    return None
+
+
+def _lines_before(file: Path, offset: int) -> int:
+    with open(file, "rb") as f:
+        return f.read(offset).count(b"\n")
 
 
 def _tail_snapshot(file: Path) -> tuple[int, bytes] | None:

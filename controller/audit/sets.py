@@ -194,7 +194,7 @@ def not_a_log(path: Path) -> str | None:
     ``verify`` only adds it as a hint beside the chain's verdict (records stripped of their
     fields are still a log that was edited); ``report``, ``replay`` and ``recover`` refuse
     such a file. One record among those lines makes it a log."""
-    seen = 0
+    seen = objects = 0
     with open(path, "rb") as f:
         for _ in range(_LOOK_AT):
             line = f.readline(_LINE_CAP + 1)  # (a forged line of gigabytes is not read whole)
@@ -205,6 +205,9 @@ def not_a_log(path: Path) -> str | None:
                 return None  # no input event is that long: the chain check says what it is
             if not line.strip():
                 continue
+            if not line.startswith(b"{"):  # no record, whole or cut short (text, binary:
+                continue  # a review's notes were "recovered", the file replaced)
+            objects += 1
             try:
                 obj = jsontext.loads(line)
             except JsonTextError:
@@ -214,6 +217,9 @@ def not_a_log(path: Path) -> str | None:
     if not seen:
         return ("empty: it holds no record (a table's log starts with its header; the file "
                 "was made and never written, or emptied)")
+    if not objects:
+        return ("not an audit log: none of its first lines is a JSON record (text, or "
+                "another program's file, given for a log?)")
     return ("not an audit log: its lines are JSON objects with no seq, hash or kind "
             "(an input stream, or another program's file, given for a log?)")
 
