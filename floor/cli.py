@@ -257,8 +257,10 @@ def cmd_forward(args: argparse.Namespace) -> int:
     if fwd.error is not None:
         print(f"shoewarden forward: {fwd.error}", file=sys.stderr)
         return 1
+    for why in fwd.damaged.values():
+        print(f"shoewarden forward: {why}", file=sys.stderr)
     print(f"shoewarden forward: {fwd.published} record(s) published, {fwd.duplicates} "
           f"already in the stream, tables {', '.join(sorted(fwd.cursors)) or 'none'}"
           + (f"; {fwd.held} held back until their shoe ends (--disclosure shoe)"
              if fwd.held else ""))
-    return 0
+    return 1 if fwd.damaged else 0

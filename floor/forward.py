@@ -57,6 +57,16 @@ class ForwardError(ValueError):
     """Bad forwarder options (a URL that is not nats://, a missing credentials file)."""
 
 
+class DamagedRecord(ValueError):
+    """A line of a table's log that is no record (not JSON, no seq): it cannot be published,
+    and no record after it may be (the stream would have a gap the floor refuses). Not the
+    broker's trouble: asking the stream again cannot mend it."""
+
+    def __init__(self, file: str, line: bytes, why: str) -> None:
+        super().__init__(why)
+        self.file, self.line, self.why = file, line, why
+
+
 def load_nats() -> None:
     """Import nats-py whole, on the calling thread, before a thread of ours first uses it.
 
@@ -87,6 +97,15 @@ def parse_msg_id(text: str) -> tuple[str, str, int] | None:
     if len(parts) != 3 or not parts[2].isdigit():
         return None
     return parts[0], parts[1], int(parts[2])
+
+
+def _line_number(path: Path, line: bytes) -> int | None:
+    """The 1-based number of the first line of ``path`` that is ``line`` (None if none)."""
+    with contextlib.suppress(OSError), open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if raw == line:
+                return n
+    return None
 
 
 def record_seq(line: bytes) -> int:
@@ -318,6 +337,9 @@ class Forwarder:
         self._nc: Any = None
         self._js: Any = None
         self.error: BaseException | None = None
+        #: per table, why its records stopped at a damaged line (what the operator is told;
+        #: the other tables go on)
+        self.damaged: dict[str, str] = {}
         self._caught_up = False
 
     # ------------------------------------------------------------------ the thread
@@ -385,7 +407,7 @@ class Forwarder:
         total = 0
         done = True
         for table, files in scan(self.roots).items():
-            if self.only is not None and table not in self.only:
+            if (self.only is not None and table not in self.only) or table in self.damaged:
                 continue
             cursor = self.cursors.get(table)
             if cursor is None:
@@ -402,10 +424,25 @@ class Forwarder:
                     if at and cursor.hold.header_of != lf.file:
                         cursor.hold.learn_from(lf.path)  # resumed mid-file: its header
                     cursor.offsets[lf.file] = chunk.end
-                    total += await self._publish(cursor, cursor.hold.take(lf.file,
-                                                                          chunk.lines))
+                    try:
+                        total += await self._publish(cursor, cursor.hold.take(lf.file,
+                                                                              chunk.lines))
+                    except DamagedRecord as bad:
+                        self._damaged(table, files, bad)
+                        break
                     done = False if chunk.lines else done
+                if table in self.damaged:
+                    break
         return total, done and total == 0
+
+    def _damaged(self, table: str, files: list[LogFile], bad: DamagedRecord) -> None:
+        """Stop following ``table`` at a damaged line, and say where (once)."""
+        path = next((lf.path for lf in files if lf.file == bad.file), Path(bad.file))
+        where = _line_number(path, bad.line)
+        self.damaged[table] = (f"{path}: " + (f"line {where}: " if where else "")
+                               + f"{bad.why}: not published, nor anything after it of table "
+                               f"{table} (audit verify names the damage)")
+        log.warning("forwarder: %s", self.damaged[table])
 
     @property
     def held(self) -> int:
@@ -450,7 +487,10 @@ class Forwarder:
         table = cursor.table
         n = 0
         for file, line in records:
-            seq = record_seq(line)
+            try:
+                seq = record_seq(line)
+            except ValueError as exc:
+                raise DamagedRecord(file, line, str(exc)) from None
             headers = {"Nats-Msg-Id": msg_id(table, file, seq),
                        "Nats-Expected-Last-Subject-Sequence": str(cursor.subject_seq)}
             try:
@@ -557,6 +597,23 @@ def witness_listener_for_log(log_file: str | Path, urls: list[str], connection: 
                                              connection.tls_ca), post, check=check).start()
 
 
+def _check_creds(path: str) -> None:
+    """A NATS credentials file holds a user JWT and an NKEY seed, each after its BEGIN line.
+    nats-py reads the JWT in a loop that ends only at its BEGIN line: a file without one
+    hung every connection attempt, the forwarder silent (a review)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 16)
+    except OSError as exc:
+        raise ForwardError(f"--nats-creds {path}: {exc.strerror or exc}") from None
+    missing = [what for what, mark in (("user JWT", b"BEGIN NATS USER JWT"),
+                                       ("NKEY seed", b"BEGIN USER NKEY SEED"))
+               if mark not in data]
+    if missing:
+        raise ForwardError(f"--nats-creds {path}: not a NATS credentials file (no "
+                           f"{' and no '.join(missing)}: `nsc generate creds` writes one)")
+
+
 def connection_from(args: Any) -> Connection:
     """``--publish URL`` (repeated or comma-separated: a cluster), ``--nats-creds FILE``,
     ``--nats-ca FILE``, checked before anything starts."""
@@ -566,6 +623,16 @@ def connection_from(args: Any) -> Connection:
     for option, path in (("--nats-creds", args.nats_creds), ("--nats-ca", args.nats_ca)):
         if path is not None and not Path(path).is_file():
             raise ForwardError(f"{option} {path}: no such file")
+    if args.nats_creds is not None:
+        _check_creds(args.nats_creds)
+    if args.nats_ca is not None:
+        import ssl
+
+        try:
+            ssl.create_default_context(cafile=args.nats_ca)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            raise ForwardError(f"--nats-ca {args.nats_ca}: not a PEM file of CA "
+                               f"certificates ({exc})") from None
     return Connection(servers, creds=args.nats_creds, tls_ca=args.nats_ca,
                       disclosure=getattr(args, "disclosure", None) or "live")
 

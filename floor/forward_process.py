@@ -256,4 +256,5 @@ def follow_until_eof(fwd: Any, timeout: float) -> dict[str, Any]:
     finish(fwd, asked[0])
     return {"published": fwd.published, "duplicates": fwd.duplicates, "held": fwd.held,
             "caught_up": not fwd.alive_after_stop(), "failures": fwd.failures,
-            "error": None if fwd.error is None else str(fwd.error)}
+            "error": (str(fwd.error) if fwd.error is not None else
+                      "; ".join(fwd.damaged.values()) or None)}

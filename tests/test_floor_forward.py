@@ -51,6 +51,42 @@ def test_a_log_on_disk_is_published_once_in_order_and_a_rerun_sends_nothing(
     assert stream_messages(nats_server.url) == expected(path)
 
 
+def test_a_damaged_line_stops_its_table_at_it_says_where_and_the_command_exits_1(
+        nats_server: NatsServer, tmp_path: Path) -> None:
+    """A review: a line that is no record (here bytes that are not UTF-8) was retried
+    forever, silently — `forward` never ended and published nothing more."""
+    path = table_log(tmp_path / "logs")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[5] = b'{"kind":"input","seq":\xff}\n'
+    path.write_bytes(b"".join(lines))
+    run = [sys.executable, "-m", "controller", "forward", "--logs", str(tmp_path / "logs"),
+           "--publish", nats_server.url]
+    r = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert f"{path}: line 6: a record that is not JSON: not published, nor anything after " \
+        "it of table BP-01" in r.stderr and "Traceback" not in r.stderr
+    assert "5 record(s) published" in r.stdout
+    assert stream_messages(nats_server.url) == [  # the records before it, once, in order
+        (audit_subject("BP-01"), msg_id("BP-01", path.name, orjson.loads(line)["seq"]),
+         line.rstrip(b"\n")) for line in lines[:5]]
+
+
+def test_credentials_and_ca_files_that_are_none_are_refused_at_once(tmp_path: Path) -> None:
+    """nats-py reads a credentials file in a loop that ends only at its JWT's BEGIN line: a
+    file without one hung the forwarder silently (a review); a CA file that is no PEM was
+    retried forever."""
+    bad = tmp_path / "bad"
+    bad.write_text("garbage\n")
+    for option, url, said in (("--nats-creds", "nats://127.0.0.1:1",
+                               "not a NATS credentials file (no user JWT and no NKEY seed"),
+                              ("--nats-ca", "tls://127.0.0.1:1",
+                               "not a PEM file of CA certificates")):
+        r = subprocess.run([sys.executable, "-m", "controller", "forward", "--logs",
+                            str(tmp_path), "--publish", url, option, str(bad)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and f"{option} {bad}: {said}" in r.stderr, r.stderr
+
+
 @pytest.mark.slow  # (end to end: processes and servers started and killed)
 def test_a_growing_log_reaches_the_stream_whole_through_a_broker_killed_and_restarted(
         nats_server: NatsServer, tmp_path: Path) -> None:
