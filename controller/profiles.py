@@ -108,6 +108,10 @@ class DeckLifecycle(Section):
 @dataclass(frozen=True)
 class Shuffling(Section):
     every_round: bool = _flag("each round needs its own shuffle and cut (stud poker)")
+    restart_source: str | None = _later(
+        None, "seed paragraph(s) that restart the whole procedure at the shuffle when a "
+        "player comes after the players left (000 §9, 001 BP §17, 003 §11): the rule a "
+        "restart skipped breaks (SHUFFLE_MISSING); none: the section's source")
 
 
 @dataclass(frozen=True)
@@ -341,9 +345,11 @@ class Profile:
         for section in GAME_SECTIONS:
             if out[section] is None:
                 out.pop(section)
-        for value in out.values():
-            if isinstance(value, dict) and value.get("interpretation") is None:
-                value.pop("interpretation", None)
+        for value in out.values():  # (optional text keys: absent, not null, when unset)
+            if isinstance(value, dict):
+                for key in ("interpretation", "restart_source"):
+                    if value.get(key) is None:
+                        value.pop(key, None)
         return out
 
 

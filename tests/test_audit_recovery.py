@@ -14,6 +14,7 @@ from test_audit_helpers import (
     day_events,
     expected_hash,
     feed_log,
+    line_of,
     read_lines,
     records,
     write_day,
@@ -363,3 +364,26 @@ def test_recover_names_a_broken_last_line_with_its_newline_as_damage(
     err = capsys.readouterr().err
     assert "the last line ends with its newline, so it was written whole" in err, err
     assert path.read_bytes() == broken
+
+
+def test_a_restart_says_when_the_log_does_not_replay_as_the_engine_decides(
+        tmp_path: Path) -> None:
+    """A review: a log whose chain was rebuilt after an output was changed was recovered
+    with 'nothing cut; N input(s) replayed' — the differences only in the record."""
+    path = _crashed_log(tmp_path, _events())
+    recs = records(path)
+    i = next(i for i, r in enumerate(recs) if r["kind"] == "output"
+             and r["output"].get("type") == "prompt" and i > 20)
+    recs[i]["output"]["text"] = "Deal on: nothing to see here."
+    prev = recs[i - 1]["hash"]
+    for r in recs[i:]:  # the chain rebuilt from there: it verifies
+        r["prev"] = prev
+        r.pop("hash")
+        r["hash"] = prev = expected_hash(r)
+    write_lines(path, [line_of(r) for r in recs])
+    assert verify_file(path).ok
+    result = recover(path)
+    result.log.close()
+    assert result.differences
+    assert f"{len(result.differences)} difference(s) (audit replay names them)" in \
+        result.summary()

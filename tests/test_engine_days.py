@@ -638,6 +638,12 @@ def test_bets_closed_straight_from_suspended(name: str) -> None:
                 *(["burn"] * (p.burn.mode != "none" and p.card_source != "hand"))]
     dev = next(o for o in outs if getattr(o, "code", "") == "SHUFFLE_MISSING")
     assert dev.evidence["skipped"] == expected
+    # under the players-left paragraph where the profile names one (a review: the shuffle
+    # section's source was cited)
+    assert dev.rule == f"{name} {p.shuffle.restart_source or p.shuffle.source}"
+    if name in ("gr-blackjack", "gr-banco-punto", "gr-stud-poker"):
+        assert dev.rule.endswith({"gr-blackjack": "000 §9", "gr-banco-punto": "001 BP §17",
+                                  "gr-stud-poker": "003 §11"}[name])
 
 
 @pytest.mark.parametrize("name", [n for n in PROFILES if prof(n).card_source != "hand"])

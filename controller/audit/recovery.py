@@ -64,10 +64,13 @@ class RecoveryResult:
                f"cut a torn line {self.cut.line} ({self.cut.bytes} bytes, sha256 "
                f"{self.cut.sha256[:16]}…)")
         ctx = self.session.engine.context() if self.session else {}
+        differs = (f"; the log does not replay as the engine decides it: "
+                   f"{len(self.differences)} difference(s) (audit replay names them)"
+                   if self.differences else "")
         return (f"{self.path}: recovered: {cut}; {self.inputs_replayed} input(s) replayed, "
                 f"{self.restored_outputs} output(s) restored; recovery record seq "
                 f"{self.record['seq']}; state {ctx.get('state')}, shoe {ctx.get('shoe')}, "
-                f"round {ctx.get('round')}")
+                f"round {ctx.get('round')}{differs}")
 
 
 def _has_whole_line(path: Path) -> bool:

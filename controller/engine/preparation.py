@@ -5,6 +5,7 @@ each flagged once, where the procedure moves on)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from controller.deviations import Deviation
@@ -90,9 +91,12 @@ class Preparation(DayState):
                            *(["cut card"] * p.has_cut_card),
                            *(["burn"] * (p.burn.mode != "none" and p.card_source != "hand"
                                          and through == "play"))]  # (a load: its burn next)
-                out.append(self._make(
+                skip = self._make(
                     "SHUFFLE_MISSING", f"{what} from the shoe the players left, without "
-                    f"the restart ({', '.join(skipped)})", step=through, skipped=skipped))
+                    f"the restart ({', '.join(skipped)})", step=through, skipped=skipped)
+                if p.shuffle.restart_source:  # (the players-left paragraph, not the shuffle's)
+                    skip = dataclasses.replace(skip, rule=f"{p.name} {p.shuffle.restart_source}")
+                out.append(skip)
                 self._shoe.cut_done = self._shoe.cut_card_set = True
             else:
                 out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since "
