@@ -226,13 +226,27 @@ def cmd_floor(args: argparse.Namespace) -> int:
 
 def cmd_forward(args: argparse.Namespace) -> int:
     """``shoewarden forward --logs DIR --publish URL [--follow]``."""
+    from controller.audit.files import check_table_id, table_files
     from floor.forward import Forwarder, ForwardError, connection_from
 
     try:
+        if getattr(args, "witness_from", None) or getattr(args, "witness_public", None):
+            raise ForwardError("--witness-from and --witness-public are run's and bench's: "
+                               "the table records the floor's checkpoints in its own log; "
+                               "forward only publishes logs")
         connection = connection_from(args)
         for d in args.logs:
             if not Path(d).is_dir():
                 raise ForwardError(f"--logs {d}: no such directory")
+        for table in getattr(args, "table", None) or ():
+            try:
+                check_table_id(table)
+            except ValueError as exc:
+                raise ForwardError(f"--table: {exc}") from None
+            if not (args.follow or getattr(args, "until_eof", False)) and not any(
+                    table_files(d, table) for d in args.logs):
+                raise ForwardError(f"--table {table}: no log of it under "
+                                   f"{', '.join(args.logs)} (DIR/{table}/{table}-DATE.jsonl)")
     except ForwardError as exc:
         print(f"shoewarden forward: {exc}", file=sys.stderr)
         return 2

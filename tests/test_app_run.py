@@ -392,3 +392,18 @@ def test_a_config_naming_another_profile_than_the_days_log_is_refused_before_any
         assert "runs profile gr-blackjack" in err.getvalue()
         assert f"{config} says profile = 'live-blackjack'" in err.getvalue()
         assert path.read_bytes() == before
+
+
+def test_a_key_file_or_log_directory_that_cannot_be_used_names_the_config(
+        tmp_path: Path) -> None:
+    config = write_config(tmp_path / "table.toml", None, extra='key_file = "missing.key"')
+    err = io.StringIO()
+    assert run_table(str(config), stdin=io.StringIO(""), out=io.StringIO(),
+                     err=err) == EXIT_BAD_INPUT
+    assert err.getvalue().startswith(f"shoewarden run: {config}: key_file: "), err.getvalue()
+    (tmp_path / "logs").write_text("a file where the log directory goes")
+    config = write_config(tmp_path / "table.toml", None)
+    err = io.StringIO()
+    assert run_table(str(config), stdin=io.StringIO(""), out=io.StringIO(),
+                     err=err) == EXIT_BAD_INPUT
+    assert err.getvalue().startswith(f"shoewarden run: {config}: log_dir "), err.getvalue()

@@ -219,6 +219,18 @@ def test_replay_of_a_bad_profile_in_the_header(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
+def test_a_header_whose_profile_is_a_name_says_so(tmp_path: Path) -> None:
+    path = _log(tmp_path, "gr-blackjack", day_events(load_profile("gr-blackjack"), DAY)[:5])
+
+    def name_only(rec: dict) -> None:
+        rec["profile"] = "gr-blackjack"
+
+    _doctor(path, lambda r: r["kind"] == "header", name_only)
+    with pytest.raises(ReplayError, match="its profile is not a table of rules "
+                                          "\\(got 'gr-blackjack'\\)"):
+        replay([path])
+
+
 def test_torn_last_line_is_ignored_with_a_note(tmp_path: Path) -> None:
     path = _log(tmp_path, "gr-blackjack", day_events(load_profile("gr-blackjack"), DAY))
     data = path.read_bytes()
@@ -248,3 +260,14 @@ def test_a_set_whose_files_do_not_follow_one_another_does_not_replay_identically
     torn = replay(days)
     assert any("a torn line in a file that a later file follows" in d.what
                for d in torn.differences)
+
+
+def test_two_tables_logs_replay_each_on_its_own_chain(tmp_path: Path) -> None:
+    """A review: two tables' days given together were 'records or files missing, moved or
+    out of order' where one table's file ended and the other's began."""
+    one = rotated_set(tmp_path / "a", table="T1")
+    two = rotated_set(tmp_path / "b", table="T2")
+    assert replay([*one, *two]).identical
+    assert replay([one[2], two[0]]).identical
+    gap = replay([one[0], one[2], *two])  # (one table's days must still follow on)
+    assert [d.file for d in gap.differences] == [str(one[2])]

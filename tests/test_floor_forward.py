@@ -190,3 +190,17 @@ def test_a_broker_out_of_reach_is_one_line_and_its_return_another_never_a_traceb
     assert lines[1].endswith(f"NATS {broker.url}: connected")
     n = len(path.read_bytes().splitlines())
     assert f"{n} record(s) published" in out, out
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--table", "a/b"], "--table: table id 'a/b' cannot name a log file"),
+    (["--table", "T9"], "--table T9: no log of it under"),
+    (["--witness-public", "pub.pem"], "--witness-from and --witness-public are run's and "
+     "bench's"),
+])
+def test_forward_refuses_what_it_cannot_do(tmp_path: Path, args: list[str], said: str) -> None:
+    """A review: each printed '0 record(s) published … tables none' and exited 0."""
+    r = subprocess.run([sys.executable, "-m", "controller", "forward", "--logs", str(tmp_path),
+                        "--publish", "nats://127.0.0.1:1", *args], cwd=ROOT,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, r.stderr

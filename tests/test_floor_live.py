@@ -128,6 +128,8 @@ def test_the_demo_deals_several_tables_the_floor_follows(tmp_path: Path) -> None
 @pytest.mark.parametrize(("argv", "said"), [
     (["demo", "--log", "FILE", "--duration", "1"], "cannot make"),
     (["demo", "--tables", "100000"], "at most 24 tables, got 100000"),
+    (["demo", "--tables", "4", "--http", "127.0.0.1:65534"],  # (65536–65538 were printed)
+     "the 4 dealer display(s) take the ports after it (65535–65538), past 65535"),
     (["sim", "--profile", "gr-blackjack", "--decks", "999999"], "at most 24 decks"),
 ])
 def test_demo_and_sim_refuse_what_they_cannot_do(tmp_path: Path, argv: list[str],
@@ -140,3 +142,18 @@ def test_demo_and_sim_refuse_what_they_cannot_do(tmp_path: Path, argv: list[str]
     r = subprocess.run([sys.executable, "-m", "controller", *argv], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_dealer_display_port_in_use_is_not_offered() -> None:
+    """A review: with a display's port taken the demo printed its URL all the same (another
+    program's page), and the bench behind it dealt with no display."""
+    import socket
+
+    from controller.app.demo import _free
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        where = f"127.0.0.1:{taken.getsockname()[1]}"
+        assert not _free(where)
+    assert _free(where)

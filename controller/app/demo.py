@@ -66,6 +66,19 @@ def bench_argv(t: DemoTable, logs: Path, pace: float, seed: int) -> list[str]:
     return argv
 
 
+def _free(where: str) -> bool:
+    """Can a server listen on ``HOST:PORT`` now?"""
+    import socket
+
+    host, _, port = where.rpartition(":")
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.bind((host.strip("[]"), int(port)))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def run_demo(n: int, http: str, duration: float | None, pace: float, log: str | None,
              out: Any = sys.stdout) -> int:
     from floor.core import Floor
@@ -77,6 +90,11 @@ def run_demo(n: int, http: str, duration: float | None, pace: float, log: str | 
         host, port = host_port(http)
     except HostPortError as e:
         print(f"shoewarden demo: --http {e}", file=sys.stderr)
+        return 2
+    if port and port + n > 65535:  # (the displays take the ports after the floor's)
+        print(f"shoewarden demo: --http {http}: the {n} dealer display(s) take the ports "
+              f"after it ({port + 1}–{port + n}), past 65535: give a lower port",
+              file=sys.stderr)
         return 2
     work = Path(log) if log else Path(tempfile.mkdtemp(prefix="shoewarden-demo-"))
     logs = work / "tables"
@@ -98,6 +116,10 @@ def run_demo(n: int, http: str, duration: float | None, pace: float, log: str | 
     print(f"shoewarden demo: {n} table(s) dealing into {logs}", file=out)
     print(f"  the floor:  http://{shown}:{web.port}/", file=out)
     for i, t in enumerate(tables):
+        if t.display and not _free(t.display):  # (its bench would deal with no display, and
+            # the URL printed would be another program's: a review)
+            print(f"  {t.table}: port {t.display} is in use: no dealer display", file=out)
+            t.display = None
         t.process = subprocess.Popen(bench_argv(t, logs, pace, 1000 + i),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      text=True)

@@ -230,10 +230,14 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
     ``witness``: the options carrying ``--witness-from`` (``controller.app.witness_in``)."""
     try:
         cfg = load_table_config(config_path)
+    except TableConfigError as e:
+        err.write(f"shoewarden run: {e}\n")
+        return EXIT_BAD_INPUT
+    try:
         key = load_key(cfg.key_file).key if cfg.key_file is not None else None
         drivers = create_drivers(cfg.drivers_config())
-    except (TableConfigError, KeyFileError) as e:
-        err.write(f"shoewarden run: {e}\n")
+    except KeyFileError as e:  # (named by the config file and its key: a review)
+        err.write(f"shoewarden run: {cfg.path}: key_file: {e}\n")
         return EXIT_BAD_INPUT
     except (ValueError, DeviceError) as e:
         err.write(f"shoewarden run: {config_path}: {e}\n")
@@ -247,8 +251,8 @@ def run_table(config_path: str, *, stdin: IO[str], out: IO[str], err: IO[str],
         err.write(f"shoewarden run: {e}\n")
         return EXIT_BAD_INPUT
     except OSError as e:
-        err.write(f"shoewarden run: {cfg.log_dir}: cannot use the log directory: "
-                  f"{e.strerror or e}\n")
+        err.write(f"shoewarden run: {cfg.path}: log_dir {cfg.log_dir}: cannot use the log "
+                  f"directory: {e.strerror or e}\n")
         return EXIT_BAD_INPUT
     with hold:
         return _run_held(cfg, key, drivers, today, settings, stdin=stdin, out=out, err=err,

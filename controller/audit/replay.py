@@ -118,7 +118,9 @@ class Replayer:
         r = rec.record
         profile_raw = r.get("profile")
         if not isinstance(profile_raw, dict):
-            raise ReplayError(f"{rec.file}: line {rec.line}: the header has no profile")
+            got = "" if profile_raw is None else \
+                f": its profile is not a table of rules (got {str(profile_raw)[:60]!r})"
+            raise ReplayError(f"{rec.file}: line {rec.line}: the header has no profile{got}")
         try:
             profile = profile_from_dict(profile_raw, f"header at seq {r.get('seq')}")
         except ProfileError as exc:
@@ -252,6 +254,8 @@ class ReplayResult:
 def _follows(last: LogRecord, first: LogRecord, differences: list[Difference]) -> None:
     """A difference unless ``first`` (a file's first record) goes on from ``last`` (the
     file before's last) or starts a chain of its own."""
+    if last.record.get("table") != first.record.get("table"):
+        return  # another table's log: its own chain (a review: called records missing)
     seq, end = first.record.get("seq"), last.record.get("seq")
     if type(end) is int and seq != end + 1 and not _new_chain(first):
         differences.append(Difference(
