@@ -20,9 +20,12 @@ else → :class:`DeviceError`.
 from __future__ import annotations
 
 import errno
+import importlib.util
 import logging
 import os
 import select
+import stat
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -84,6 +87,45 @@ def find_port(usb_serial: str, comports: Comports | None = None) -> str | None:
     return None
 
 
+def _check_port(name: str, url: str) -> None:
+    """A port that can never be opened is the config's fault, named at load: a URL scheme
+    pyserial has no handler for, a ``socket://``/``rfc2217://`` URL without HOST:PORT, a
+    path that is a directory or a file that is no device (a review: each only warned once
+    the table ran, one as "'<=' not supported between instances of 'int' and
+    'NoneType'"). A path that is not there yet is a device unplugged: the supervisor
+    waits for it."""
+    where = f"devices.{name}.port"
+    if "://" in url:
+        scheme = url.split("://", 1)[0].lower()
+        if not any(importlib.util.find_spec(f"{pkg}.protocol_{scheme}") is not None
+                   for pkg in serial.protocol_handler_packages
+                   if _importable(pkg)):
+            raise ValueError(f"{where}: {url!r}: no pyserial handler for {scheme}:// "
+                             "(a device path, or socket://HOST:PORT, rfc2217://HOST:PORT, "
+                             "spy://, loop://, alt://, hwgrep://)")
+        if scheme in ("socket", "rfc2217"):
+            try:
+                port = urllib.parse.urlsplit(url).port
+            except ValueError:
+                port = None
+            if port is None or not urllib.parse.urlsplit(url).hostname:
+                raise ValueError(f"{where}: {url!r}: expected {scheme}://HOST:PORT")
+        return
+    if os.path.isdir(url):
+        raise ValueError(f"{where}: {url!r} is a directory, not a serial device")
+    if os.path.exists(url) and not stat.S_ISCHR(os.stat(url).st_mode):
+        raise ValueError(f"{where}: {url!r} is not a serial device (a regular file or pipe)")
+    if url == os.devnull:
+        raise ValueError(f"{where}: {url!r} is not a serial device")
+
+
+def _importable(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 class SerialTransport(Transport):
     """One serial port. ``url`` is any pyserial URL; ``usb_serial`` finds the port by the
     adapter's USB serial number instead (``url`` is then only a fallback description)."""
@@ -117,6 +159,8 @@ class SerialTransport(Transport):
         if not url and not usb_serial:
             raise ValueError(f"devices.{name}: needs 'port' (a path or pyserial URL) "
                              "or 'usb_serial'")
+        if url:
+            _check_port(name, url)
         baudrate = config.get("baudrate", DEFAULT_BAUDRATE)
         if isinstance(baudrate, bool) or not isinstance(baudrate, int) or baudrate <= 0:
             raise ValueError(f"devices.{name}.baudrate: expected a positive integer, "
@@ -148,6 +192,9 @@ class SerialTransport(Transport):
         try:
             self.port = serial.serial_for_url(url, exclusive=True, timeout=self.timeout,
                                               baudrate=self.baudrate)
+        except TypeError as e:  # (pyserial: 'socket://host' with no port compares None)
+            raise DeviceError(f"cannot open {url}: not a URL pyserial can open ({e})",
+                              device=self.name) from e
         except (serial.SerialException, OSError, ValueError) as e:
             code = _errno_of(e)
             if code in _MISSING_ERRNOS:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import threading
 import time
@@ -452,3 +453,25 @@ def test_events_from_a_threaded_driver_reach_on_event(pty_device) -> None:
                  "the cut card")
     finally:
         shoe.close()
+
+
+@pytest.mark.parametrize(("port", "said"), [
+    ("socket://bad", "expected socket://HOST:PORT"),
+    ("rfc2217://:7000", "expected rfc2217://HOST:PORT"),
+    ("nonsense://x", "no pyserial handler for nonsense://"),
+    ("/dev/null", "is not a serial device"),
+    ("/tmp", "is a directory, not a serial device"),
+    (__file__, "is not a serial device (a regular file or pipe)"),
+])
+def test_a_port_that_can_never_open_is_refused_with_the_config(port: str, said: str) -> None:
+    """A review: each passed the table config and only warned once the table ran (one as
+    "'<=' not supported between instances of 'int' and 'NoneType'")."""
+    with pytest.raises(ValueError, match=re.escape(f"devices.shoe.port: {port!r}") + ".*"
+                       + re.escape(said)):
+        SerialTransport.from_config("shoe", {"port": port})
+
+
+@pytest.mark.parametrize("port", ["socket://127.0.0.1:7000", "rfc2217://host:1", "loop://",
+                                  "spy:///dev/ttyS0", "/dev/ttyUSB-not-plugged-yet"])
+def test_ports_that_may_open_are_taken(port: str) -> None:
+    assert SerialTransport.from_config("shoe", {"port": port}).url == port
