@@ -394,3 +394,59 @@ def test_play_after_the_last_hand_does_not_group_a_slip_of_the_next_shoe(name: s
     assert r.codes()["PLAY_AFTER_LAST_HAND"] == 1
     # (a burn game reads the round's first card as one burned too many)
     assert r.codes()["CARD_BEFORE_BETS_CLOSED"] + r.codes()["BURN_COUNT"] == 1
+
+
+def _cut_short(steps: list, rnd: int) -> tuple[list, int]:
+    """Shoe 1 dealt to round ``rnd``'s last card (its round_end left out), then the day goes
+    on from shoe 2's reshuffle: an early reshuffle (002 §2 3.2.3: after any hand) with the
+    round's end not written. Returns the steps and where the reshuffle is."""
+    end = next(i for i, s in enumerate(steps) if s.event["type"] == "round_end"
+           and s.shoe == 1 and s.round == rnd)
+    shuffle = first(steps, "shuffle", shoe=2)
+    return steps[:end] + steps[shuffle:], end
+
+
+@pytest.mark.parametrize("name", ["gr-blackjack", "live-baccarat", "ru-blackjack",
+                                  "gr-banco-punto"])
+def test_a_reshuffle_mid_shoe_ends_the_round_left_open(name: str) -> None:
+    """A review: a round's round_end missing and then a reshuffle mid-shoe — the shuffle
+    was refused as a stray one (a shoe with a cut card is reshuffled after its last round)
+    and the next shoe's every card counted against the old one (116 deviations). The
+    reshuffle ends the round: one UNEXPECTED_EVENT, and the next shoe is judged."""
+    steps, at = _cut_short(day(name, 0, shoes=2), 3)
+    r = run(name, events(steps))
+    assert r.codes() == Counter({"UNEXPECTED_EVENT": 1}), r.codes()
+    (dev,) = r.devs()
+    assert dev.evidence["missing"] == "round_end" and r.at("UNEXPECTED_EVENT") == [at]
+    assert r.engine.shoe == 2 and r.state == "closed"
+    empty = insert(_cut_short(day(name, 0, shoes=2), 3)[0], at,  # bets closed, none dealt
+                   {"type": "round_end"}, {"type": "bets_closed", "players": 2})
+    assert run(name, events(empty)).codes() == Counter({"UNEXPECTED_EVENT": 1})
+
+
+@pytest.mark.parametrize("name", ["gr-blackjack", "live-baccarat", "gr-chemin-de-fer"])
+def test_bets_closed_after_the_last_hand_then_the_reshuffle_is_one_slip(name: str) -> None:
+    """A review: one stray bets_closed after the shoe's last hand (PLAY_AFTER_LAST_HAND),
+    and the reshuffle, cut, cut card and load were refused, every card of the next shoe
+    counted against the old one: 232–413 deviations. The reshuffle ends that round."""
+    steps = day(name, 0, shoes=2)
+    shuffle = first(steps, "shuffle", shoe=2)
+    r = run(name, events(insert(steps, shuffle, {"type": "bets_closed", "players": 1})))
+    assert r.codes() == Counter({"PLAY_AFTER_LAST_HAND": 1}), r.codes()
+    assert r.notes("round_not_dealt") and r.engine.shoe == 2 and r.state == "closed"
+
+
+def test_a_closing_count_after_a_round_left_open_mid_shoe_is_judged() -> None:
+    """A review: the table closing mid-shoe with the last round's round_end missing — its
+    count was refused (a stray count), table_close then raised a false CHECK_MISSING, and
+    a card missing from the count was never flagged."""
+    name = "gr-blackjack"
+    steps = day(name, 0, shoes=2)
+    end = next(i for i, s in enumerate(steps) if s.event["type"] == "round_end"
+           and s.shoe == 1 and s.round == 3)
+    closing = [i for i, s in enumerate(steps) if s.event["type"] == "deck_check"][-1]
+    count = dict(steps[closing].event)
+    count["cards"] = [c for c in count["cards"] if c != "8D"] + ["8D"] * 5  # one 8D short
+    r = run(name, events([*steps[:end], *insert(steps[closing:], 0, count)[:1],
+                          *steps[closing + 1:]]))
+    assert r.codes() == Counter({"UNEXPECTED_EVENT": 1, "DECK_INCOMPLETE": 1}), r.codes()

@@ -229,16 +229,26 @@ class TableEngine(DeviceEvents):
             # alone was refused there)
             return (kind, self._after_round_end().value) in self._routes
         if before not in (ROUND, LAST_ROUND) or kind not in _AFTER_ROUND \
-                or (kind, before) in self._routes or not (shoe.round_cards or shoe.void_round):
+                or (kind, before) in self._routes:
             return False
+        if shoe.after_last and kind != "bets_closed":
+            # a round opened after the shoe's last hand (PLAY_AFTER_LAST_HAND), dealt or
+            # not: the shoe is over, so its reshuffle, count or close ends it — refused, the
+            # next shoe's every card was counted against this one (a review: 412
+            # deviations for one stray bets_closed)
+            return (kind, self._after_round_end().value) in self._routes
+        if not (shoe.round_cards or shoe.void_round) and kind == "bets_closed":
+            return False  # (bets closed twice: the second is judged where it stands)
         if kind == "bets_closed" and self.profile.shuffle.every_round:
             return False  # (a round that has its own shuffle: that shuffle ends the last one)
         if before == ROUND and kind != "bets_closed" and (
                 shoe.round_cards < 10 if self.profile.shuffle.every_round else
-                shoe.rounds <= 1 or (kind in ("shuffle", "deck_check")
-                                     and self.profile.has_cut_card)):
-            return False  # (a shoe with a cut card is reshuffled or counted after its last
-            # round: a shuffle or count inside another is more likely stray)
+                shoe.rounds <= 1):
+            return False  # (a shuffle or count in a shoe's first round is more likely a late
+            # reading of the shoe's own; later in the shoe it ends the round — a reshuffle
+            # after any hand is the casino's to order, 002 §2 3.2.3, and a table may close
+            # mid-shoe: refused, the next shoe's every card was counted against this one, or
+            # the closing count lost and a missing card not flagged (a review))
         if isinstance(event, DiscardsReturned) and event.count <= (
                 shoe.to_return(self.profile.shuffler.burns_returned) - shoe.round_cards):
             return False
@@ -260,6 +270,10 @@ class TableEngine(DeviceEvents):
             out.append(Note("round_not_dealt", f"{event.type}: round {self.round}, not dealt "
                             "after the end card, is closed without a round_end",
                             {"round": self.round, "event": event.type}))
+        elif shoe.after_last and shoe.round_cards == 0:  # (its slip was flagged: one)
+            out.append(Note("round_not_dealt", f"{event.type}: round {self.round}, opened "
+                            "after the shoe's last hand and not dealt, is closed without a "
+                            "round_end", {"round": self.round, "event": event.type}))
         else:
             out.append(self._make(
                 "UNEXPECTED_EVENT", f"{event.type} while {STATE_DESCRIPTIONS[before]}: "
