@@ -83,6 +83,9 @@ def parse_card(token: object) -> Card:
 def _parse_card(token: object) -> Card:
     if not isinstance(token, str):
         raise CardError(token, "a card is a string such as 'AS' or '10H'")
+    if not token.isascii():  # ('aſ' upper-cased to 'AS', a no-break space was stripped:
+        # a card is read from ASCII letters and digits only — a review)
+        raise CardError(token, "a card is written in ASCII, e.g. 'AS', 'TD', '10H'")
     text = token.strip().upper()
     if len(text) == 3 and text.startswith("10"):
         text = "T" + text[2]

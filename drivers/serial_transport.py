@@ -45,6 +45,13 @@ except ImportError:  # (not POSIX: pyserial's own read everywhere)
 log = logging.getLogger("shoewarden.drivers.serial")
 
 READ_TIMEOUT = 0.05
+#: the longest a frame's write may wait for the device to take it. A device that stops
+#: reading its port filled the buffer and the write blocked for ever, holding the device's
+#: slot — every other device's timers stopped with it, and the engine, waiting on the
+#: device thread, stopped the table (a review). Past it the device is taken as gone:
+#: DISCONNECTED, and the supervisor reopens it. (A frame is a few hundred bytes: at
+#: 115,200 baud the whole 4 KiB of a tty's buffer drains in 0.36 s.)
+WRITE_TIMEOUT = 0.5
 #: the most bytes one read takes
 READ_SIZE = 4096
 DEFAULT_BAUDRATE = 115200
@@ -191,7 +198,8 @@ class SerialTransport(Transport):
         url = self.resolve()
         try:
             self.port = serial.serial_for_url(url, exclusive=True, timeout=self.timeout,
-                                              baudrate=self.baudrate)
+                                              baudrate=self.baudrate,
+                                              write_timeout=WRITE_TIMEOUT)
         except TypeError as e:  # (pyserial: 'socket://host' with no port compares None)
             raise DeviceError(f"cannot open {url}: not a URL pyserial can open ({e})",
                               device=self.name) from e
@@ -280,5 +288,9 @@ class SerialTransport(Transport):
             raise DeviceDisconnected(f"{self.description}: port is closed", device=self.name)
         try:
             port.write(data)
+        except serial.SerialTimeoutException as e:
+            raise DeviceDisconnected(f"{self.current}: the device took no bytes for "
+                                     f"{WRITE_TIMEOUT} s (it reads nothing): write failed",
+                                     device=self.name) from e
         except Exception as e:
             raise self._typed(e, "write failed") from e

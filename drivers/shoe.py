@@ -36,8 +36,10 @@ class ShoeDriver(SwpDriver):
     def handle(self, msg: Message, t: str) -> list[Output]:
         body = msg.body
         match msg.kind:
-            case Kind.CARD_OUT:
-                return self.ok(SHOE_EMPTY, "cards again", t=t) + self.card(body, t)
+            case Kind.CARD_OUT:  # (the card read first: a payload that does not read
+                # cleared SHOE_EMPTY here and never told the engine — a review)
+                drawn = self.card(body, t)
+                return self.ok(SHOE_EMPTY, "cards again", t=t) + drawn
             case Kind.CUT_CARD_OUT:
                 return [*self.ok(SHOE_EMPTY, "cards again", t=t), CutCardSeen(t=t)]
             case Kind.SHOE_EMPTY:

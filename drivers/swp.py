@@ -393,6 +393,10 @@ class SwpDriver(DeviceDriver):
         if kind in self.card_kinds:
             return self.fault(UNREADABLE_CARD, f"a card left the {self.kind or 'device'} "
                               f"but its message was unusable ({detail})"[:300], repeat=True)
+        if kind == Kind.DOOR:  # (a door whose state is unknown is open: play stops, as a
+            # JAM's or FAULT's would — a review: only a warning, play went on)
+            return self.fault("DOOR_OPEN", f"the door's message was unusable ({detail}): "
+                              "taken as open until it says it is closed"[:300])
         return []
 
     def _identified(self, identity: Identity, now: float) -> list[Output]:

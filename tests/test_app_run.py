@@ -407,3 +407,20 @@ def test_a_key_file_or_log_directory_that_cannot_be_used_names_the_config(
     assert run_table(str(config), stdin=io.StringIO(""), out=io.StringIO(),
                      err=err) == EXIT_BAD_INPUT
     assert err.getvalue().startswith(f"shoewarden run: {config}: log_dir "), err.getvalue()
+
+
+def test_a_console_line_too_long_is_read_a_bounded_part_at_a_time(tmp_path: Path) -> None:
+    """A review: a 200 MB console line with no newline grew the controller by as much
+    before it was refused. It is refused after MAX_LINE + 1 characters; the rest of it is
+    dropped, and the next line is read as ever."""
+    from controller.app.console import MAX_LINE
+    from controller.app.run import _console_line
+
+    stdin = io.StringIO("x" * (10 * MAX_LINE) + "\nnext\n")
+    assert len(_console_line(stdin)) == MAX_LINE + 1
+    assert _console_line(stdin) == "next\n" and _console_line(stdin) == ""
+    config = write_config(tmp_path / "table.toml", None, profile="gr-blackjack")
+    out, err = io.StringIO(), io.StringIO()
+    assert run_table(str(config), stdin=io.StringIO("y" * (3 * MAX_LINE) + "\no\n"), out=out,
+                     err=err) == 0
+    assert f"a line longer than {MAX_LINE} characters" in out.getvalue() + err.getvalue()

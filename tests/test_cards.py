@@ -27,7 +27,8 @@ def test_parse_good(token: str, rank: str, suit: str) -> None:
     assert parse_card(token) == Card(rank, suit)
 
 
-@pytest.mark.parametrize("token", ["1S", "AX", "", "ASD", "JK", "11H", "T", 10, None, "0S"])
+@pytest.mark.parametrize("token", ["1S", "AX", "", "ASD", "JK", "11H", "T", 10, None, "0S",
+                                   "a\u017f", "\u00a07h\u2003", "\uff21S"])  # (not ASCII)
 def test_parse_bad_names_the_token(token: object) -> None:
     with pytest.raises(CardError) as info:
         parse_card(token)

@@ -143,7 +143,23 @@ def test_shoe_cut_card_empty_door_jam_button() -> None:
     out = send(shoe, dev, Kind.BUTTON, {"button": "deal"})
     assert events(out) == [] and [(d.kind, d.data) for d in diags(out, "NOTICE")] == [
         ("BUTTON", {"button": "deal"})]
-    assert kinds(send(shoe, dev, Kind.DOOR, {"open": "yes"})) == ["bad_payload"]
+    out = send(shoe, dev, Kind.DOOR, {"open": "yes"})
+    assert kinds(out) == ["bad_payload"]
+    # (a door whose state is unknown is open: play stops — a review: only a warning)
+    assert codes(out) == [("device_fault", "DOOR_OPEN")]
+
+
+@pytest.mark.parametrize("payload", [{"card": "ZZ"}, {}, b"{not json"])
+def test_an_unusable_card_after_an_empty_shoe_leaves_the_fault_open_on_both_sides(
+        payload: Any) -> None:
+    """A review: the driver cleared SHOE_EMPTY before the card's payload failed, and the
+    device_ok it had made was lost: the engine kept the fault open, the driver did not."""
+    shoe, dev = connected(ShoeDriver)
+    assert codes(send(shoe, dev, Kind.SHOE_EMPTY)) == [("device_fault", "SHOE_EMPTY")]
+    out = send(shoe, dev, Kind.CARD_OUT, payload)
+    assert codes(out) == [("device_fault", "UNREADABLE_CARD")]
+    out = send(shoe, dev, Kind.CARD_OUT, {"card": "2C"})  # the next card clears it, once
+    assert codes(out) == [("device_ok", "SHOE_EMPTY")]
 
 
 def test_a_message_for_another_kind_of_device_is_a_protocol_error() -> None:

@@ -475,3 +475,25 @@ def test_a_port_that_can_never_open_is_refused_with_the_config(port: str, said: 
                                   "spy:///dev/ttyS0", "/dev/ttyUSB-not-plugged-yet"])
 def test_ports_that_may_open_are_taken(port: str) -> None:
     assert SerialTransport.from_config("shoe", {"port": port}).url == port
+
+
+def test_a_device_that_reads_nothing_is_gone_not_a_write_that_blocks_for_ever() -> None:
+    """A review: a shoe that stopped reading its port filled the pty's buffer; the next
+    write blocked for ever holding the device's slot (every device's timers stopped, then
+    the table). A write the device does not take within WRITE_TIMEOUT is a disconnection."""
+    from drivers.errors import DeviceDisconnected
+    from drivers.serial_transport import WRITE_TIMEOUT
+
+    master, slave = os.openpty()
+    try:
+        transport = SerialTransport(os.ttyname(slave), name="shoe")
+        transport.open()
+        start = time.monotonic()
+        with pytest.raises(DeviceDisconnected, match="took no bytes for"):
+            for _ in range(100_000):  # (nobody reads the master side)
+                transport.write(b"\xa5" * 512)
+        assert time.monotonic() - start < 30 * WRITE_TIMEOUT
+        transport.close()
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from controller import jsontext
-from controller.app.console import Command, CommandKind, DealerConsole
+from controller.app.console import MAX_LINE, Command, CommandKind, DealerConsole
 from controller.app.runtime import TableRuntime
 from controller.app.tableconfig import TableConfig, TableConfigError, load_table_config
 from controller.audit import (
@@ -187,6 +187,19 @@ def open_day_log(cfg: TableConfig, *, key: bytes | None, sink: AnchorSink | None
         note = f"new chain started: {new_log_reason}"
     settings.update(history_settings(cfg.log_dir, cfg.table, today))
     return _new_session(cfg, audit, settings), None, note
+
+
+def _console_line(stdin: IO[str]) -> str:
+    """One console line, read at most :data:`MAX_LINE` + 1 characters at a time: a line
+    longer than that is its first part (refused by the console as too long) and the rest is
+    read and dropped up to its newline — a 200 MB line without one grew the controller by
+    as much before it was refused (a review)."""
+    line = stdin.readline(MAX_LINE + 1)
+    if len(line) > MAX_LINE and not line.endswith("\n"):
+        rest = line
+        while rest and not rest.endswith("\n"):
+            rest = stdin.readline(1 << 16)
+    return line
 
 
 def _header_profile(path: Path) -> str | None:
@@ -352,7 +365,7 @@ def _serve_table(cfg: TableConfig, session: TableSession, recovered: Any, note: 
         with lock:
             out.write(question)
             out.flush()
-        answer = stdin.readline()
+        answer = _console_line(stdin)
         return answer if answer else None
 
     console_failed: list[str] = []
@@ -360,7 +373,7 @@ def _serve_table(cfg: TableConfig, session: TableSession, recovered: Any, note: 
     def read_console() -> None:
         try:
             while True:
-                line = stdin.readline()
+                line = _console_line(stdin)
                 if not line:
                     runtime.request_stop("end of the dealer console's input")
                     return
