@@ -121,6 +121,10 @@ class ProtocolIssue:
     total: int
     detail: str = ""
     frame_type: int | None = None
+    #: a frame dropped as a duplicate, out of order or late whose content is not that of
+    #: the frame delivered under its number (or none was): a different message under a
+    #: reused number — for a card, a card no one has read (:meth:`SwpDriver._result`)
+    differs: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,9 +223,9 @@ class LinkBase(ABC):
         return []
 
     def issue(self, kind: str, count: int = 1, detail: str = "",
-              frame_type: int | None = None) -> ProtocolIssue:
+              frame_type: int | None = None, differs: bool = False) -> ProtocolIssue:
         self.counts[kind] += count
-        return ProtocolIssue(kind, count, self.counts[kind], detail, frame_type)
+        return ProtocolIssue(kind, count, self.counts[kind], detail, frame_type, differs)
 
     def heard(self, now: float) -> list[LinkResult]:
         """A good frame arrived: feed the watchdog; clears SILENT."""
@@ -328,6 +332,9 @@ class ProtocolLink(LinkBase):
         self.resent_until = 0.0
         self.hello_seq: int | None = None  # the seq of this connection's HELLO
         self.counts_quiet: Counter[str] = Counter()  # expected oddities, not errors
+        #: per sequence number, the (type, payload) of the frame delivered under it, for
+        #: the last :attr:`window` frames: a dropped frame is a copy, or a message lost
+        self.delivered: dict[int, tuple[int, bytes]] = {}
         # declared lost; a late copy is reported, not accepted (the most recent only)
         self.lost = RecentSeqs(4 * MAX_RESEND)
 
@@ -350,6 +357,7 @@ class ProtocolLink(LinkBase):
     def connect(self, now: float) -> list[LinkResult]:
         self.tx_seq = 0
         self.checker.reset()
+        self.delivered.clear()
         self.no_ack = False
         out = super().connect(now)
         self.hello_seq = next((r.seq for r in out if isinstance(r, Send)
@@ -414,9 +422,10 @@ class ProtocolLink(LinkBase):
                 return []
             if seq in self.lost:
                 return [self.issue("late_frame", 1, f"seq {seq} arrived after it was declared "
-                                                    "lost; dropped", frame.type)]
+                                                    "lost; dropped", frame.type, True)]
             return [self.issue(found.kind, 1, f"expected {found.expected}, got {seq} "
-                                              f"({kind_name(frame.type)})", frame.type)]
+                                              f"({kind_name(frame.type)})", frame.type,
+                               self.delivered.get(seq) != (frame.type, frame.payload))]
         if found is not None:  # a gap: the frame is accepted, held, and a resend asked for
             out = [self.issue(
                 "gap", found.missing, f"expected {found.expected}, got {seq}: "
@@ -510,6 +519,7 @@ class ProtocolLink(LinkBase):
                 self.completed.append(seq)
         # the handshake restarts the device's numbering
         self.checker.reset()
+        self.delivered.clear()
         self.checker.check(frame.seq)
         self.identified(identity)
         out.append(Identified(identity, frame.seq))
@@ -517,6 +527,10 @@ class ProtocolLink(LinkBase):
 
     def _dispatch(self, frame: Frame) -> list[LinkResult]:
         kind = frame.type
+        delivered = self.delivered  # (the last window's frames, as delivered)
+        delivered[frame.seq] = (kind, frame.payload)
+        if len(delivered) > self.window:
+            del delivered[next(iter(delivered))]
         if kind not in _KNOWN_KINDS:
             return [self.issue("unknown_type", 1, f"type 0x{kind:02x} seq {frame.seq}", kind)]
         if kind in COMMANDS:

@@ -344,7 +344,10 @@ class SwpDriver(DeviceDriver):
                 # burst costs a bounded number of inputs (drivers/noise.py)
                 out: list[Output] = self._noise_reports(
                     self.noise.offer(r.kind, r.count, r.detail, now))
-                if r.kind == "bad_payload" and r.frame_type is not None:
+                if r.frame_type is not None and (r.kind == "bad_payload" or r.differs):
+                    # (a frame dropped for its number that is no copy of the one delivered
+                    # under it: a card in it was never read — a review: a frame from the
+                    # future, once cleared, made the next 100 cards vanish as "late")
                     out += self.unusable(r.frame_type, r.detail)
                 return out
             case LinkFault():

@@ -523,3 +523,25 @@ def test_a_scan_inside_noise_is_still_one_deck_check(tokens: list[str], noise: l
     out = _feed_in_chunks(driver, _with_noise(frames, noise), cuts, 0.5)
     _no_bugs(out)
     assert events(out) == [DeckCheck(cards=tuple(sorted(parse_card(c) for c in tokens)), t=T)]
+
+
+def test_a_card_frame_dropped_for_its_number_is_a_card_to_read_unless_a_copy() -> None:
+    """Device events are not acknowledged, so a frame under a number already used is a copy
+    of the one delivered (the wire doubled it: dropped, reported) or another message — for a
+    card, a card nobody read: UNREADABLE_CARD. A review: a frame from the future, its
+    LOST_FRAMES cleared, made the next 100 real cards vanish as 'late' or 'duplicate'."""
+    shoe, dev = connected(ShoeDriver)
+    sent = [dev.frame(Kind.CARD_OUT, {"card": c}) for c in ("2C", "3C", "4C")]
+    out = shoe.feed(b"".join(sent), 0.1)
+    assert [str(e.card) for e in events(out)] == ["2C", "3C", "4C"]
+    out = shoe.feed(sent[1], 0.2)  # the very frame again: a copy
+    assert kinds(out) == ["duplicate"] and events(out) == []
+    (frame,) = FrameDecoder().feed(sent[1])
+    seq = frame.seq  # type: ignore[union-attr]
+    out = shoe.feed(encode(seq, Kind.CARD_OUT, {"card": "KH"}), 0.3)  # another card, same seq
+    assert codes(out) == [("device_fault", "UNREADABLE_CARD")]
+    far = next(dev.seq) + 1000  # far ahead: the frames between are lost at once
+    out = shoe.feed(encode(far, Kind.CARD_OUT, {"card": "5C"}), 0.4)
+    assert ("device_fault", "LOST_FRAMES") in codes(out)
+    out = shoe.feed(encode(far - 1, Kind.CARD_OUT, {"card": "6C"}), 0.5)  # one of them, late
+    assert codes(out) == [("device_fault", "UNREADABLE_CARD")]
