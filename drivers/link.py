@@ -193,6 +193,7 @@ class LinkBase(ABC):
         self.counts: Counter[str] = Counter()
         self.last_rx: float | None = None
         self.silent = False
+        self._rearm = False  # SILENT cleared by a person: watch again from the next tick
 
     # subclasses -------------------------------------------------------------
     def hello(self, now: float) -> list[LinkResult]:
@@ -240,6 +241,8 @@ class LinkBase(ABC):
         self.state = LinkState.READY
 
     def tick(self, now: float) -> list[LinkResult]:
+        if self._rearm:
+            self._rearm, self.last_rx = False, now
         if self.state == LinkState.READY and not self.silent and self.last_rx is not None \
                 and now - self.last_rx >= self.heartbeat_timeout:
             self.silent = True
@@ -247,10 +250,18 @@ class LinkBase(ABC):
                                       f"(heartbeat timeout {self.heartbeat_timeout:g} s)")]
         return []
 
-    def clear_fault(self, code: str) -> None:  # noqa: B027 - a hook, deliberately a no-op
-        """A person cleared a latched fault (nothing is latched here)."""
+    def clear_fault(self, code: str) -> None:
+        """A person cleared a latched fault. ``SILENT`` cleared while no frame came is
+        watched again: raised anew a heartbeat timeout later if the device is still silent
+        (a review: it was never raised again, and the table took a dead shoe for a live
+        one)."""
+        if code == SILENT and self.silent:
+            self.silent = False
+            self._rearm = True
 
     def next_deadline(self) -> float | None:
+        if self._rearm:
+            return 0.0  # (at once: the next tick starts the watch again)
         if self.state == LinkState.READY and not self.silent and self.last_rx is not None:
             return self.last_rx + self.heartbeat_timeout
         return None
@@ -331,6 +342,7 @@ class ProtocolLink(LinkBase):
         self.resent: set[int] = set()  # frames we have that a RESEND will bring again
         self.resent_until = 0.0
         self.hello_seq: int | None = None  # the seq of this connection's HELLO
+        self.probe_at = 0.0  # while SILENT: when to send the next HELLO
         self.counts_quiet: Counter[str] = Counter()  # expected oddities, not errors
         #: per sequence number, the (type, payload) of the frame delivered under it, for
         #: the last :attr:`window` frames: a dropped frame is a copy, or a message lost
@@ -596,10 +608,32 @@ class ProtocolLink(LinkBase):
             out += self._flush_gap(f"no resend within {self.resend_timeout:g} s")
         if self.resent and self.gap is None and now >= self.resent_until:
             self.resent.clear()
+        was_silent = self.silent
         out += super().tick(now)
+        if self.silent and not was_silent:  # (the first HELLO one timeout into the silence)
+            self.probe_at = now + self.heartbeat_timeout
+        elif self.silent and self.state == LinkState.READY and now >= self.probe_at:
+            # a device restarted behind its adapter (the port stayed open) says nothing
+            # until a HELLO (docs/protocol.md): ask again every heartbeat timeout while it is
+            # silent; its IDENTITY restarts the session (a review: SILENT for good)
+            self.probe_at = now + self.heartbeat_timeout
+            if not any(p.kind == Kind.HELLO for p in self.pending.values()):
+                sent = self.hello(now)
+                self.hello_seq = next((r.seq for r in sent if isinstance(r, Send)), None)
+                out += sent
+        return out
+
+    def heard(self, now: float) -> list[LinkResult]:
+        out = super().heard(now)
+        if out and self.state == LinkState.READY:  # SILENT over: no HELLO is asked for now
+            for seq, p in list(self.pending.items()):
+                if p.kind == Kind.HELLO:
+                    del self.pending[seq]
+                    self.completed.append(seq)
         return out
 
     def clear_fault(self, code: str) -> None:
+        super().clear_fault(code)
         if code == NO_ACK:
             self.no_ack = False
 
@@ -610,4 +644,6 @@ class ProtocolLink(LinkBase):
         base = super().next_deadline()
         if base is not None:
             times.append(base)
+        if self.silent and self.state == LinkState.READY:
+            times.append(self.probe_at)
         return min(times) if times else None

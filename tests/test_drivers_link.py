@@ -160,11 +160,39 @@ def test_silence_for_the_heartbeat_timeout_is_one_silent_fault_until_a_frame_com
     assert link.tick(2.99) == []
     out = link.tick(3.0)
     assert [f.code for f in of(out, LinkFault)] == [SILENT]
-    assert link.tick(4.0) == [] and link.tick(10.0) == []  # raised once
+    assert link.tick(4.0) == []
+    assert of(link.tick(10.0), LinkFault) == []  # raised once (a HELLO goes out: below)
     out = link.receive(encode(2, Kind.HEARTBEAT, {}), 10.5)
     assert of(out, LinkRecovered) == [LinkRecovered(SILENT, "frames arrive again")]
     assert link.tick(13.49) == []
     assert [f.code for f in of(link.tick(13.5), LinkFault)] == [SILENT]
+
+
+def test_a_silent_device_is_asked_hello_again_and_its_identity_restarts_the_session() -> None:
+    """A review: a device restarted behind its adapter (the port stayed open) says nothing
+    until a HELLO; the link raised SILENT and sent nothing for good. While silent, a HELLO
+    goes out every heartbeat timeout (one at a time); the device's IDENTITY answers it."""
+    link = ready_link()
+    assert [f.code for f in of(link.tick(3.0), LinkFault)] == [SILENT]
+    assert of(link.tick(5.9), Send) == []
+    (hello,) = of(link.tick(6.0), Send)
+    assert hello.kind == Kind.HELLO and link.next_deadline() is not None
+    assert [s.kind for s in of(link.tick(6.3), Send)] == [Kind.HELLO]  # (its retry, same seq)
+    out = link.receive(encode(0, Kind.ACK, {"ack": hello.seq}) + encode(1, Kind.IDENTITY,
+                                                                         IDENT), 6.4)
+    assert of(out, LinkRecovered) == [LinkRecovered(SILENT, "frames arrive again")]
+    assert link.state == "ready" and not link.silent
+
+
+def test_silent_cleared_by_a_person_is_raised_again_if_the_device_stays_silent() -> None:
+    """A review: `k shoe SILENT` cleared the fault while the link stayed silent; SILENT was
+    never raised again, and the table took a dead shoe for a live one."""
+    link = ready_link(retries=0)
+    assert [f.code for f in of(link.tick(3.0), LinkFault)] == [SILENT]
+    link.clear_fault(SILENT)
+    assert link.next_deadline() == 0.0
+    assert of(link.tick(4.0), LinkFault) == []  # watched again from here …
+    assert [f.code for f in of(link.tick(7.0), LinkFault)] == [SILENT]  # … and raised again
 
 
 def test_heartbeats_keep_the_link_alive() -> None:
