@@ -45,6 +45,8 @@ from drivers.protocol import (
 
 CONTROLLER = "shoewarden 0.1.0"
 RESEND_TIMEOUT = 2.0  # > ACK_TIMEOUT * (COMMAND_RETRIES + 1): the RESEND has its own retries
+#: framing errors that may be a frame damaged on the wire, not bytes of noise
+_FRAME_DAMAGE = frozenset({"bad_crc", "truncated", "oversized", "bad_version"})
 MAX_RESEND = 256  # a gap wider than the duplicate window cannot be resent: lost at once
 
 
@@ -343,6 +345,8 @@ class ProtocolLink(LinkBase):
         self.resent_until = 0.0
         self.hello_seq: int | None = None  # the seq of this connection's HELLO
         self.probe_at = 0.0  # while SILENT: when to send the next HELLO
+        #: a frame-shaped error since the last good frame (its kind), None after a good one
+        self.damaged: str | None = None
         self.counts_quiet: Counter[str] = Counter()  # expected oddities, not errors
         #: per sequence number, the (type, payload) of the frame delivered under it, for
         #: the last :attr:`window` frames: a dropped frame is a copy, or a message lost
@@ -379,9 +383,18 @@ class ProtocolLink(LinkBase):
     def reset(self, now: float) -> list[LinkResult]:
         out: list[LinkResult] = []
         out += self._flush_gap("connection reset")
-        if self.decoder.pending():
-            out.append(self.issue("truncated", self.decoder.pending(),
-                                  "partial frame at reset"))
+        partial = self.decoder.pending()
+        if partial:
+            out.append(self.issue("truncated", partial, "partial frame at reset"))
+        if self.state == LinkState.READY and (partial or self.damaged):
+            # the last thing the device sent was a frame that did not arrive whole, and the
+            # numbering restarts with the next connection: no later frame can show the gap
+            # (a review: a garbled card, then an unplug, and the card was never read)
+            out.append(LinkFault(LOST_FRAMES, (
+                f"the connection ended with {partial} byte(s) of a frame unread"
+                if partial else f"the connection ended after a damaged frame ({self.damaged})")
+                + ": a card in it was never read"))
+        self.damaged = None
         self.decoder = FrameDecoder()
         self.pending.clear()
         self.resent.clear()
@@ -395,7 +408,10 @@ class ProtocolLink(LinkBase):
         for item in self.decoder.feed(data):
             if isinstance(item, FramingError):
                 out.append(self.issue(item.kind, item.size, item.detail))
+                if item.kind in _FRAME_DAMAGE:
+                    self.damaged = item.kind
             else:
+                self.damaged = None  # (a loss before it shows as a gap from here)
                 out += self.heard(now)
                 out += self._frame(item, now)
         return out

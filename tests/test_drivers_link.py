@@ -413,3 +413,22 @@ def test_a_device_jumping_its_seq_on_every_frame_costs_one_fault_and_bounded_inp
     assert "lost_frames 299" in (reports[-1].detail or "")
     card = d.feed(encode(expected, Kind.CARD_OUT, {"card": "7H"}), 9.0)
     assert [type(o) for o in card] == [CardDrawn]
+
+
+def test_a_damaged_frame_last_before_the_connection_ends_is_lost_frames() -> None:
+    """A review: a card frame garbled on the wire (bad CRC), then the device unplugged
+    before its next frame: the gap that would have shown it never came (the numbering
+    restarts with the next connection), and the card was never read, with no fault."""
+    garbled = bytearray(encode(2, Kind.CARD_OUT, {"card": "7H"}))
+    garbled[-1] ^= 0xFF
+    link = ready_link()
+    link.receive(bytes(garbled), 1.0)
+    (fault,) = of(link.reset(1.1), LinkFault)
+    assert fault.code == LOST_FRAMES and "damaged frame (bad_crc)" in fault.detail
+    link = ready_link()
+    link.receive(encode(2, Kind.CARD_OUT, {"card": "7H"})[:9], 1.0)  # cut mid-frame
+    (fault,) = of(link.reset(1.1), LinkFault)
+    assert fault.code == LOST_FRAMES and "byte(s) of a frame unread" in fault.detail
+    link = ready_link()
+    link.receive(bytes(garbled) + encode(2, Kind.HEARTBEAT, {}), 1.0)  # the next frame came:
+    assert of(link.reset(1.1), LinkFault) == []  # (no frame was lost: no gap showed one)
