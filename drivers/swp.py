@@ -108,6 +108,9 @@ class SwpDriver(DeviceDriver):
         self.outbox: list[bytes] = []
         self.counts: Counter[str] = Counter()  # driver-level protocol errors (payloads, order)
         self.noise = NoiseThrottle()  # protocol errors reach the log in bounded number
+        #: NAKs, likewise: a device refusing resend after resend made 1,652 fsynced NAK
+        #: diagnostics in 6 s (a review)
+        self.naks = NoiseThrottle()
         self.refusal: DeviceIdentityError | None = None
         self._state = DriverState.CLOSED
         self._connected_at = 0.0
@@ -226,6 +229,7 @@ class SwpDriver(DeviceDriver):
     def tick(self, now: float) -> list[Output]:
         out = self._results(self.link.tick(now), now)
         out += self._noise_reports(self.noise.tick(now))
+        out += self._nak_reports(self.naks.tick(now))
         if (self._state == DriverState.HANDSHAKE
                 and now - self._connected_at >= self.handshake_timeout):
             out.append(self.note("HANDSHAKE_FAILED",
@@ -327,6 +331,13 @@ class SwpDriver(DeviceDriver):
                                            detail=f"{e!r} handling {r!r}"[:500]))
         return out
 
+    def _nak_reports(self, reports: list[NoiseReport]) -> list[Output]:
+        """The NAKs the throttle lets through: the first of a kind at once, then counts."""
+        names = {"line_noise": "naks", "line_noise_ended": "naks_ended"}
+        return [self.diagnostic(NAK, names.get(r.kind, r.kind), detail=(
+            f"{r.count} NAK(s): {r.detail}" if r.kind in names else r.detail))
+            for r in reports]
+
     def _noise_reports(self, reports: list[NoiseReport]) -> list[Output]:
         return [self.diagnostic(PROTOCOL_ERROR, r.kind, count=r.count, total=r.total,
                                 detail=r.detail) for r in reports]
@@ -368,7 +379,7 @@ class SwpDriver(DeviceDriver):
     def _command_done(self, r: CommandDone, now: float) -> list[Output]:
         out: list[Output] = []
         if not r.ok and r.reason != "no ack":
-            out.append(self.diagnostic(NAK, kind_name(r.kind), detail=r.reason))
+            out += self._nak_reports(self.naks.offer(kind_name(r.kind), 1, r.reason, now))
         if r.kind == Kind.HELLO and not r.ok and self._state == DriverState.HANDSHAKE:
             out.append(self.note("HANDSHAKE_FAILED", detail=f"HELLO: {r.reason}"))
             out += self.lost(f"handshake failed: HELLO {r.reason}", now)

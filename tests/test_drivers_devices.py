@@ -545,3 +545,18 @@ def test_a_card_frame_dropped_for_its_number_is_a_card_to_read_unless_a_copy() -
     assert ("device_fault", "LOST_FRAMES") in codes(out)
     out = shoe.feed(encode(far - 1, Kind.CARD_OUT, {"card": "6C"}), 0.5)  # one of them, late
     assert codes(out) == [("device_fault", "UNREADABLE_CARD")]
+
+
+def test_naks_reach_the_log_in_bounded_number() -> None:
+    """A review: a device refusing every command made one fsynced NAK diagnostic each —
+    1,652 in 6 s. The first of each kind goes through at once, the rest are counted."""
+    sh, dev = connected(ShufflerDriver)
+    out: list = []
+    for i in range(500):
+        seq = sh.status(0.1 + i * 0.001)
+        out += send(sh, dev, Kind.NAK, {"nak": seq, "reason": "busy"}, now=0.1 + i * 0.001)
+    out += sh.tick(5.0)  # a quiet window: the burst's summary
+    naks = diags(out, "NAK")
+    assert naks[0].kind == "CMD_STATUS" and naks[0].detail == "busy"
+    assert len(naks) <= 5, [(d.kind, d.detail) for d in naks]
+    assert naks[-1].kind == "naks_ended" and naks[-1].detail.startswith("500 NAK(s)")
