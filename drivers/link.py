@@ -279,6 +279,9 @@ class _Pending:
     data: bytes
     deadline: float
     attempt: int = 0
+    #: a HELLO sent to a silent device: unanswered, it is no NO_ACK (SILENT says it
+    #: already, and would clear with the next frame while NO_ACK stayed on — a review)
+    probe: bool = False
 
 
 @dataclass
@@ -615,6 +618,8 @@ class ProtocolLink(LinkBase):
                 continue
             del self.pending[seq]
             self.completed.append(seq)
+            if p.probe:
+                continue
             detail = f"{kind_name(p.kind)} seq {seq} not acknowledged after {self.retries} retries"
             if not self.no_ack:
                 self.no_ack = True
@@ -636,6 +641,8 @@ class ProtocolLink(LinkBase):
             if not any(p.kind == Kind.HELLO for p in self.pending.values()):
                 sent = self.hello(now)
                 self.hello_seq = next((r.seq for r in sent if isinstance(r, Send)), None)
+                if self.hello_seq is not None:
+                    self.pending[self.hello_seq].probe = True
                 out += sent
         return out
 

@@ -104,8 +104,7 @@ def _check_port(name: str, url: str) -> None:
     where = f"devices.{name}.port"
     if "://" in url:
         scheme = url.split("://", 1)[0].lower()
-        if not any(importlib.util.find_spec(f"{pkg}.protocol_{scheme}") is not None
-                   for pkg in serial.protocol_handler_packages
+        if not any(_handler(pkg, scheme) for pkg in serial.protocol_handler_packages
                    if _importable(pkg)):
             raise ValueError(f"{where}: {url!r}: no pyserial handler for {scheme}:// "
                              "(a device path, or socket://HOST:PORT, rfc2217://HOST:PORT, "
@@ -129,6 +128,17 @@ def _check_port(name: str, url: str) -> None:
 def _importable(package: str) -> bool:
     try:
         return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _handler(package: str, scheme: str) -> bool:
+    """Has pyserial's handler package ``package`` a module for ``scheme``? (A scheme with
+    a dot in it made ``find_spec`` raise: a traceback at load, a review.)"""
+    if not scheme.isidentifier():
+        return False
+    try:
+        return importlib.util.find_spec(f"{package}.protocol_{scheme}") is not None
     except (ImportError, ValueError):
         return False
 

@@ -434,6 +434,12 @@ class SwpDriver(DeviceDriver):
         self.link.clear_fault(NO_ACK)
         return out
 
+    def clear_fault(self, code: str) -> list[Output]:
+        """As a person clears it; the link is told too (SILENT is then watched again: a
+        review found the link never heard of the clearing)."""
+        self.link.clear_fault(code)
+        return super().clear_fault(code)
+
     def _refuse(self, error: DeviceIdentityError, now: float) -> list[Output]:
         log.error("%s: device refused: %s", self.name, error)
         self.refusal = error

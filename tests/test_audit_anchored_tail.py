@@ -6,11 +6,14 @@ line, was cut back to the forgery, anchored, and then verified clean)."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import pytest
 from test_audit_helpers import (
+    day_events,
     expected_hash,
+    feed_log,
     line_of,
     read_lines,
     records,
@@ -22,6 +25,7 @@ from controller.audit import (
     AnchorSink,
     AuditLog,
     AuditLogError,
+    open_table_log,
     read_anchors,
     verify_file,
     verify_set,
@@ -29,6 +33,7 @@ from controller.audit import (
 from controller.audit.recovery import recover
 from controller.audit.sets import APPENDED, TRUNCATED
 from controller.audit.verify import TORN
+from controller.profiles import load_profile
 
 DAY = dt.date(2026, 11, 21)
 
@@ -150,3 +155,38 @@ def test_an_anchor_file_that_does_not_read_does_not_stop_the_log(tmp_path: Path)
     (trouble,) = log.take_anchor_trouble()
     log.close()
     assert "could not be read to check this log's tail" in trouble and "line" in trouble
+
+
+@pytest.mark.parametrize("left", [b"", b'{"ev'])
+def test_a_log_its_anchors_say_had_records_and_now_has_none_is_refused(
+        tmp_path: Path, left: bytes) -> None:
+    """A review of the first fix: a file emptied, or cut to half a line, had no whole record
+    to check and passed — and was started again from seq 1."""
+    path, anchors = _closed_day(tmp_path)
+    path.write_bytes(left)
+    with pytest.raises(AuditLogError, match="the file holds no whole record: it was cut or "
+                                            "emptied"):
+        recover(path, anchors=anchors, whole=True)
+    assert path.read_bytes() == left
+
+
+def test_a_zero_filled_tail_is_a_crash_and_a_write_only_anchor_target_no_failure(
+        tmp_path: Path) -> None:
+    """A power cut can leave the blocks of a write zero-filled: crash residue, cut. An
+    anchor target this account can only write to (a device) is not read at open, and is no
+    ANCHOR_WRITE_FAILED (a review)."""
+    anchors = AnchorSink(tmp_path / "anchors.jsonl", syslog=False)
+    log = open_table_log(tmp_path / "logs", "T1", DAY, anchors=anchors)
+    profile = load_profile("gr-blackjack")
+    feed_log(log, profile, day_events(profile, DAY, seed=3)[:60])
+    log.writer._sink.close()  # dies in a write whose blocks came back as zeros
+    path = Path(log.writer.name)
+    with open(path, "ab") as f:
+        f.write(b"\0" * 100)
+    recover(path, anchors=anchors, whole=True).log.close()
+    assert verify_file(path).ok
+    device = AnchorSink(os.devnull, syslog=False)
+    assert device.recorded(path.name) == []
+    log = AuditLog.open(path, anchors=device)  # (/dev/null takes no fsync: that is said)
+    assert not [t for t in log.take_anchor_trouble() if "could not be read" in t]
+    log.close()

@@ -560,3 +560,22 @@ def test_naks_reach_the_log_in_bounded_number() -> None:
     assert naks[0].kind == "CMD_STATUS" and naks[0].detail == "busy"
     assert len(naks) <= 5, [(d.kind, d.detail) for d in naks]
     assert naks[-1].kind == "naks_ended" and naks[-1].detail.startswith("500 NAK(s)")
+
+
+def test_silent_cleared_by_a_person_at_the_driver_comes_back_and_probes_raise_no_no_ack(
+        ) -> None:
+    """A review of the first fix: the person's clearing reached the driver only (the link
+    stayed silent: SILENT never came back), and the HELLO probes' missing ACKs raised a
+    NO_ACK that stayed on after the device simply went on sending."""
+    shoe, dev = connected(ShoeDriver)
+    assert ("device_fault", "SILENT") in codes(shoe.tick(3.5))
+    out = []
+    for t in (7.0, 7.3, 7.6, 7.9, 8.2, 11.0, 11.5, 12.0):  # probes and their retries
+        out += shoe.tick(t)
+    assert codes(out) == []  # no NO_ACK for a probe
+    assert codes(shoe.clear_fault("SILENT")) == [("device_ok", "SILENT")]
+    shoe.tick(12.5)
+    assert ("device_fault", "SILENT") in codes(shoe.tick(16.0))  # raised again
+    out = send(shoe, dev, Kind.HEARTBEAT, {}, now=16.5)  # the device goes on: SILENT over
+    assert codes(out) == [("device_ok", "SILENT")]
+    assert "NO_ACK" not in shoe.open_faults

@@ -497,3 +497,8 @@ def test_a_device_that_reads_nothing_is_gone_not_a_write_that_blocks_for_ever() 
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_a_port_scheme_that_is_no_module_name_is_refused_not_a_traceback() -> None:
+    with pytest.raises(ValueError, match=re.escape("no pyserial handler for a.b://")):
+        SerialTransport.from_config("shoe", {"port": "a.b://c"})

@@ -162,7 +162,17 @@ def check_anchored(fd: int, name: str, anchored: Sequence[Anchor]) -> None:
     found = find_torn_tail(fd)
     torn = found is not None
     end = found[0] if found is not None else os.fstat(fd).st_size
-    if end == 0:  # no whole record: a new file's start, which its 'open' anchor names
+    if end == 0:  # no whole record: a new file's start, which its 'open' anchor names —
+        # unless an anchor shows records were written (any but 'open', or opens at two
+        # seqs): the whole file was cut, or emptied (a review)
+        opens = {a.seq for a in anchored if a.reason == "open"}
+        later = [a for a in anchored if a.reason != "open" or a.seq > min(opens, default=0)]
+        if later:
+            a = max(later, key=lambda x: x.seq)
+            raise AuditLogError(
+                f"the {a.reason} anchor written at {a.ts} (anchor line {a.line}) records seq "
+                f"{a.seq}, but the file holds no whole record: it was cut or emptied; "
+                "nothing was cut or written", path=name, line=1)
         return
     seq, head = read_head(fd, name, end=end)
     lines = count_newlines(fd, end)
@@ -189,7 +199,9 @@ def check_anchored(fd: int, name: str, anchored: Sequence[Anchor]) -> None:
             f"the writer closed this file at seq {last.seq} (the close anchor written at "
             f"{last.ts}, anchor line {last.line}), and {what} follow it: a writer that "
             "reopens a file anchors 'open' first, so they were added by someone else — "
-            "damage, not a crash; nothing was cut or written",
+            "damage, not a crash — or a writer could not write its anchors (the log then "
+            "says ANCHOR_WRITE_FAILED): check it (audit verify --anchors), then start a new "
+            "log with a recorded reason; nothing was cut or written",
             path=name, line=lines - after + 1)
 
 

@@ -183,6 +183,8 @@ def _not_cut_short(torn: bytes) -> str | None:
     and UTF-8, but for a character cut in two at its end), or a whole record that lost
     only its newline. A review's one-line text notes and binary files were "recovered" —
     cut, and the file replaced by a recovery record."""
+    if not torn.strip(b"\0"):  # (a power cut can leave the blocks of a write zero-filled)
+        return None
     if not torn.startswith(b"{"):
         return "it does not begin as a record does (with '{')"
     try:

@@ -269,13 +269,12 @@ class AuditLog:
         if self._anchors is None:
             return None
         # an anchor never names a record that is not in the file yet — on the disk: a
-        # record only written (an output, under the 'input' policy) may be lost to a power
-        # cut and written again by recovery with another hash, and the anchor would then
-        # call a true log rewritten. One fsync an anchor (a round end); none under 'none'
-        if self._writer.durability is Durability.NONE:
-            self._writer.flush()
-        else:
-            self._writer.sync()
+        # record only written (an output, under the 'input' policy, anything under 'none')
+        # may be lost to a power cut and written again by recovery with another hash, and
+        # the anchor would then call a true log rewritten, or the restart refuse a log
+        # whose anchors name records the power cut took (a review). One fsync an anchor
+        # (a round end), whatever the policy
+        self._writer.sync()
         seq, head = self._writer.head
         try:
             record = self._anchors.write(table=self._table, file=self._writer.name, seq=seq,

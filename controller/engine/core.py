@@ -214,12 +214,12 @@ class TableEngine(DeviceEvents):
         """Whether an event of type ``kind`` (``event``, where known), refused in the current
         state, is taken as the end of an open round whose ``round_end`` is missing
         (:meth:`_round_left_open`): it comes only after a round (:data:`_AFTER_ROUND`), a
-        round is open with cards dealt in it (or not dealt after the end card: 001 §2), the
-        state after its end takes it — and it is not more likely a late reading of an
-        earlier step or a stray one: a shuffle or a count in a shoe's first round (of a stud
-        round, before two hands of five are out) or, where a cut card ends the shoe, in any
-        round but its last; a return of the discards that holds none of this round's cards
-        (the last round's, returned late)."""
+        round is open (for the next ``bets_closed``: with cards dealt in it, or not dealt
+        after the end card, 001 §2), the state after its end takes it — and it is not more
+        likely a late reading of an earlier step or a stray one: a shuffle or a count in a
+        shoe's first round (of a stud round, before two hands of five are out); a return of
+        the discards that holds none of this round's cards (the last round's, returned
+        late). A round opened after the shoe's last hand is ended by any of them."""
         before = self._state
         shoe = self._shoe
         if kind == "card_replaced" and shoe.void_round and not shoe.round_cards \
