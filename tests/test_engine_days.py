@@ -399,13 +399,7 @@ def test_cut_card_after_a_hands_last_card_makes_the_next_round_the_last(
         return
     assert t.state == "round" and notes[0].data["next_round_last"] is True
     t.send("round_end")
-    assert t.state == "ready" and "LAST HAND" in t.engine.prompt().text
-    t.bets()
-    assert t.state == "last_round"
-    t.cards(4)
-    t.send("round_end")
-    assert t.state == "shoe_complete"
-    assert t.run.proc() == {}
+    _the_next_round_is_the_last(t)
 
 
 @pytest.mark.parametrize("name", ROUND_IS_LAST_PROFILES)
@@ -446,8 +440,12 @@ def test_cut_card_as_first_card_no_round_is_dealt(name: str) -> None:
 def test_cut_card_between_rounds_next_round_is_last(name: str) -> None:
     t = _to_cut_card(name, 0)
     t.send("cut_card")
-    assert t.state == "ready"
-    assert "LAST HAND" in t.engine.prompt().text
+    _the_next_round_is_the_last(t)
+
+
+def _the_next_round_is_the_last(t: Table) -> None:
+    """Bets open with the next round announced as the last: it is dealt and is the last."""
+    assert t.state == "ready" and "LAST HAND" in t.engine.prompt().text
     t.bets()
     assert t.state == "last_round"
     t.cards(4)
