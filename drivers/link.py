@@ -25,7 +25,7 @@ not care which link they drive (docs/devices.md).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -353,7 +353,7 @@ class ProtocolLink(LinkBase):
         self.counts_quiet: Counter[str] = Counter()  # expected oddities, not errors
         #: per sequence number, the (type, payload) of the frame delivered under it, for
         #: the last :attr:`window` frames: a dropped frame is a copy, or a message lost
-        self.delivered: dict[int, tuple[int, bytes]] = {}
+        self.delivered: OrderedDict[int, tuple[int, bytes]] = OrderedDict()
         # declared lost; a late copy is reported, not accepted (the most recent only)
         self.lost = RecentSeqs(4 * MAX_RESEND)
 
@@ -560,8 +560,8 @@ class ProtocolLink(LinkBase):
         kind = frame.type
         delivered = self.delivered  # (the last window's frames, as delivered)
         delivered[frame.seq] = (kind, frame.payload)
-        if len(delivered) > self.window:
-            del delivered[next(iter(delivered))]
+        if len(delivered) > self.window:  # (an OrderedDict: a plain dict's first key,
+            delivered.popitem(last=False)  # after many deletions, is found in a scan)
         if kind not in _KNOWN_KINDS:
             return [self.issue("unknown_type", 1, f"type 0x{kind:02x} seq {frame.seq}", kind)]
         if kind in COMMANDS:
