@@ -37,7 +37,7 @@ from typing import Any
 from controller import jsontext
 from controller.audit.anchors import AnchorSink
 from controller.audit.files import parse_log_name, table_files
-from controller.audit.opening import check_verified
+from controller.audit.opening import check_verified, count_newlines
 from controller.audit.records import LogReader
 from controller.audit.replay import Difference, Replayer
 from controller.audit.verify import ChainStart, verify_file
@@ -202,8 +202,11 @@ def _not_cut_short(torn: bytes) -> str | None:
 
 
 def _lines_before(file: Path, offset: int) -> int:
-    with open(file, "rb") as f:
-        return f.read(offset).count(b"\n")
+    fd = os.open(file, os.O_RDONLY)
+    try:
+        return count_newlines(fd, offset)
+    finally:
+        os.close(fd)
 
 
 def _tail_snapshot(file: Path) -> tuple[int, bytes] | None:

@@ -216,7 +216,8 @@ class AuditLog:
         """
         anchored: list[Anchor] = []
         unread = None
-        if anchors is not None:  # what they recorded of this file: its tail is checked
+        if anchors is not None and os.path.exists(path):  # (what they recorded of the
+            # file: its tail is checked before it is continued; a new file has none)
             try:
                 anchored = anchors.recorded(os.path.basename(os.fspath(path)))
             except AnchorFileError as exc:  # (the log is the evidence: it is not stopped)
