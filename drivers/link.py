@@ -33,7 +33,15 @@ from typing import Any, Protocol
 
 from drivers.diagnostics import LOST_FRAMES, NO_ACK, SILENT
 from drivers.errors import ProtocolError
-from drivers.framing import SEQ_MODULO, Frame, FrameDecoder, FramingError, SequenceChecker, encode
+from drivers.framing import (
+    HEADER_SIZE,
+    SEQ_MODULO,
+    Frame,
+    FrameDecoder,
+    FramingError,
+    SequenceChecker,
+    encode,
+)
 from drivers.protocol import (
     ACK_TIMEOUT,
     COMMAND_RETRIES,
@@ -46,7 +54,8 @@ from drivers.protocol import (
 CONTROLLER = "shoewarden 0.1.0"
 RESEND_TIMEOUT = 2.0  # > ACK_TIMEOUT * (COMMAND_RETRIES + 1): the RESEND has its own retries
 #: framing errors that may be a frame damaged on the wire, not bytes of noise
-_FRAME_DAMAGE = frozenset({"bad_crc", "truncated", "oversized", "bad_version"})
+#: (a bad version or length is as likely noise with a start marker in it: not these)
+_FRAME_DAMAGE = frozenset({"bad_crc", "truncated"})
 MAX_RESEND = 256  # a gap wider than the duplicate window cannot be resent: lost at once
 
 
@@ -167,7 +176,7 @@ class Link(Protocol):
     counts: Counter[str]
 
     def connect(self, now: float) -> list[LinkResult]: ...
-    def reset(self, now: float) -> list[LinkResult]: ...
+    def reset(self, now: float, *, refused: bool = False) -> list[LinkResult]: ...
     def receive(self, data: bytes, now: float) -> list[LinkResult]: ...
     def tick(self, now: float) -> list[LinkResult]: ...
     def send_command(self, kind: int, body: dict[str, Any] | None,
@@ -220,8 +229,9 @@ class LinkBase(ABC):
         self.silent = False
         return out + self.hello(now)
 
-    def reset(self, now: float) -> list[LinkResult]:
-        """The connection ended: give back anything still held (subclasses)."""
+    def reset(self, now: float, *, refused: bool = False) -> list[LinkResult]:
+        """The connection ended: give back anything still held (subclasses); ``refused``:
+        the device was refused at its identity."""
         self.state = LinkState.IDLE
         return []
 
@@ -383,13 +393,17 @@ class ProtocolLink(LinkBase):
                                and r.kind == Kind.HELLO), None)
         return out
 
-    def reset(self, now: float) -> list[LinkResult]:
+    def reset(self, now: float, *, refused: bool = False) -> list[LinkResult]:
+        """``refused``: the device was refused at its identity — none of its frames was
+        ever taken, so none was lost."""
         out: list[LinkResult] = []
         out += self._flush_gap("connection reset")
         partial = self.decoder.pending()
         if partial:
             out.append(self.issue("truncated", partial, "partial frame at reset"))
-        if self.state == LinkState.READY and (partial or self.damaged):
+        if partial < HEADER_SIZE:  # (a start marker of noise held back is no frame begun)
+            partial = 0
+        if self.state == LinkState.READY and not refused and (partial or self.damaged):
             # the last thing the device sent was a frame that did not arrive whole, and the
             # numbering restarts with the next connection: no later frame can show the gap
             # (a review: a garbled card, then an unplug, and the card was never read)
@@ -414,6 +428,11 @@ class ProtocolLink(LinkBase):
                 if item.kind in _FRAME_DAMAGE:
                     self.damaged = item.kind
             else:
+                if self.damaged and item.type == Kind.IDENTITY \
+                        and self.state == LinkState.READY:  # (numbering restarts: no gap)
+                    out.append(LinkFault(LOST_FRAMES, f"the device restarted after a damaged "
+                                         f"frame ({self.damaged}): a card in it was never "
+                                         "read"))
                 self.damaged = None  # (a loss before it shows as a gap from here)
                 out += self.heard(now)
                 out += self._frame(item, now)

@@ -217,6 +217,7 @@ class SwpDriver(DeviceDriver):
         out = self._results(self.link.reset(now), now)
         out += self.on_reset(detail)
         out += self._noise_reports(self.noise.end())
+        out += self._nak_reports(self.naks.end())
         if self._state != DriverState.REFUSED:
             self._state = DriverState.LOST
         return out + self.fault(DISCONNECTED, detail)
@@ -334,7 +335,7 @@ class SwpDriver(DeviceDriver):
     def _nak_reports(self, reports: list[NoiseReport]) -> list[Output]:
         """The NAKs the throttle lets through: the first of a kind at once, then counts."""
         names = {"line_noise": "naks", "line_noise_ended": "naks_ended"}
-        return [self.diagnostic(NAK, names.get(r.kind, r.kind), detail=(
+        return [self.diagnostic(NAK, names.get(r.kind, r.kind.split(":", 1)[0]), detail=(
             f"{r.count} NAK(s): {r.detail}" if r.kind in names else r.detail))
             for r in reports]
 
@@ -379,7 +380,10 @@ class SwpDriver(DeviceDriver):
     def _command_done(self, r: CommandDone, now: float) -> list[Output]:
         out: list[Output] = []
         if not r.ok and r.reason != "no ack":
-            out += self._nak_reports(self.naks.offer(kind_name(r.kind), 1, r.reason, now))
+            # (counted per command and reason: a burst of one reason is one line, and
+            # another reason gets its own first line — a review: 'door open' was lost)
+            out += self._nak_reports(self.naks.offer(f"{kind_name(r.kind)}: {r.reason}"[:80],
+                                                     1, r.reason, now))
         if r.kind == Kind.HELLO and not r.ok and self._state == DriverState.HANDSHAKE:
             out.append(self.note("HANDSHAKE_FAILED", detail=f"HELLO: {r.reason}"))
             out += self.lost(f"handshake failed: HELLO {r.reason}", now)
@@ -449,7 +453,7 @@ class SwpDriver(DeviceDriver):
         out += self.fault(DEVICE_IDENTITY, str(error))
         self._stop_transport()
         self._generation += 1
-        out += self._results(self.link.reset(now), now)
+        out += self._results(self.link.reset(now, refused=True), now)
         return out
 
     def release_identity(self) -> None:

@@ -190,3 +190,29 @@ def test_a_zero_filled_tail_is_a_crash_and_a_write_only_anchor_target_no_failure
     log = AuditLog.open(path, anchors=device)  # (/dev/null takes no fsync: that is said)
     assert not [t for t in log.take_anchor_trouble() if "could not be read" in t]
     log.close()
+
+
+def test_a_new_file_whose_only_anchors_are_its_opens_is_taken_when_it_holds_nothing(
+        tmp_path: Path) -> None:
+    """A day file continuing another anchors 'open' at the chain's head there (seq 62);
+    emptied by a crash before its first record, a restart that opened it again at seq 0
+    must not be refused (a review). Any anchor but those opens, or a later open above
+    the file's first, says records were written."""
+    from controller.audit.anchors import Anchor
+    from controller.audit.opening import check_anchored
+
+    path = tmp_path / "T1-2026-11-22.jsonl"
+    path.write_bytes(b"")
+
+    def anchors(*spec: tuple[str, int]) -> list[Anchor]:
+        return [Anchor("T1", path.name, seq, "ab" * 32, "t", reason, n + 1)
+                for n, (reason, seq) in enumerate(spec)]
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        check_anchored(fd, str(path), anchors(("open", 62), ("open", 0)))
+        for spec in ((("open", 62), ("round_end", 70)), (("open", 0), ("open", 5))):
+            with pytest.raises(AuditLogError, match="holds no whole record"):
+                check_anchored(fd, str(path), anchors(*spec))
+    finally:
+        os.close(fd)

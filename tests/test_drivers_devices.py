@@ -579,3 +579,18 @@ def test_silent_cleared_by_a_person_at_the_driver_comes_back_and_probes_raise_no
     out = send(shoe, dev, Kind.HEARTBEAT, {}, now=16.5)  # the device goes on: SILENT over
     assert codes(out) == [("device_ok", "SILENT")]
     assert "NO_ACK" not in shoe.open_faults
+
+
+def test_each_nak_reason_is_heard_and_an_unplug_reports_the_naks_counted() -> None:
+    """A review of the throttle: a second reason ('door open') in a burst of the first
+    ('busy') never reached the log; NAKs still counted at an unplug were reported only
+    after a reconnect."""
+    sh, dev = connected(ShufflerDriver)
+    out: list = []
+    for i, reason in enumerate(["busy", "busy", "door open", "busy"]):
+        seq = sh.shuffle(0.1 + i * 0.1)
+        out += send(sh, dev, Kind.NAK, {"nak": seq, "reason": reason}, now=0.1 + i * 0.1)
+    assert [(d.kind, d.detail) for d in diags(out, "NAK")] == [
+        ("CMD_SHUFFLE", "busy"), ("CMD_SHUFFLE", "door open")]
+    out = sh.lost("unplugged", 0.6)
+    assert [d.kind for d in diags(out, "NAK")][-1] == "naks_ended"

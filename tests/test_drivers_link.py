@@ -432,3 +432,31 @@ def test_a_damaged_frame_last_before_the_connection_ends_is_lost_frames() -> Non
     link = ready_link()
     link.receive(bytes(garbled) + encode(2, Kind.HEARTBEAT, {}), 1.0)  # the next frame came:
     assert of(link.reset(1.1), LinkFault) == []  # (no frame was lost: no gap showed one)
+
+
+def test_noise_a_handshake_or_a_refusal_before_a_reset_is_no_lost_frame() -> None:
+    """A review of the damaged-frame rule: noise ending in a start byte (held back as a
+    possible frame), noise with a start marker read as a bad version, a reset during the
+    handshake and a device refused at its identity raised LOST_FRAMES falsely."""
+    for noise in (b"\x00\xff\x13\xa5", b"\xa5\x5a\x07\x00\x01\x02\x00\x00"):
+        link = ready_link()
+        link.receive(encode(2, Kind.HEARTBEAT, {}) + noise, 1.0)
+        assert of(link.reset(1.1), LinkFault) == [], noise
+    link = ProtocolLink()
+    link.connect(0.0)
+    link.receive(encode(0, Kind.CARD_OUT, {"card": "7H"})[:10], 0.1)  # before IDENTITY
+    assert of(link.reset(0.2), LinkFault) == []
+    link = ready_link()
+    link.receive(encode(2, Kind.CARD_OUT, {"card": "7H"})[:10], 1.0)
+    assert of(link.reset(1.1, refused=True), LinkFault) == []
+
+
+def test_a_damaged_frame_then_the_device_restarting_is_lost_frames() -> None:
+    """A review: a damaged card frame, then the device's IDENTITY (it restarted behind its
+    adapter and answered a HELLO): the numbering restarts, no gap can show the card."""
+    garbled = bytearray(encode(2, Kind.CARD_OUT, {"card": "7H"}))
+    garbled[-1] ^= 0xFF
+    link = ready_link()
+    out = link.receive(bytes(garbled) + encode(0, Kind.IDENTITY, IDENT), 1.0)
+    (fault,) = of(out, LinkFault)
+    assert fault.code == LOST_FRAMES and "restarted after a damaged frame" in fault.detail

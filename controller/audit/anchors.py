@@ -113,8 +113,9 @@ class AnchorSink:
         file order: what a writer about to continue that file checks it against
         (:func:`controller.audit.opening.check_anchored`). Only the lines that name it are
         decoded (an anchor file shared by many files and days stays cheap to read). No
-        file: none. A torn last line is skipped, as by :func:`read_anchors`; an unreadable
-        file or a bad line naming this file: :class:`AnchorFileError`."""
+        file, or one that is no regular file or that this account may not read: none. A torn
+        last line is skipped, as by :func:`read_anchors`; a bad line naming this file:
+        :class:`AnchorFileError`."""
         if self.path is None or not os.path.isfile(self.path) \
                 or not os.access(self.path, os.R_OK):
             # (none yet; or a target anchors are only written to — a write-once printer, a

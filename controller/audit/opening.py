@@ -165,8 +165,9 @@ def check_anchored(fd: int, name: str, anchored: Sequence[Anchor]) -> None:
     if end == 0:  # no whole record: a new file's start, which its 'open' anchor names —
         # unless an anchor shows records were written (any but 'open', or opens at two
         # seqs): the whole file was cut, or emptied (a review)
-        opens = {a.seq for a in anchored if a.reason == "open"}
-        later = [a for a in anchored if a.reason != "open" or a.seq > min(opens, default=0)]
+        opens = [a for a in anchored if a.reason == "open"]
+        start = min(opens, key=lambda a: a.line).seq if opens else 0  # (the file's first)
+        later = [a for a in anchored if a.reason != "open" or a.seq > start]
         if later:
             a = max(later, key=lambda x: x.seq)
             raise AuditLogError(
