@@ -563,10 +563,7 @@ class ProtocolLink(LinkBase):
         if self.state == LinkState.READY:
             out += self._flush_gap("the device restarted its numbering")
         # IDENTITY answers the HELLO even if its ACK was lost: no more HELLO retries
-        for seq, p in list(self.pending.items()):
-            if p.kind == Kind.HELLO:
-                del self.pending[seq]
-                self.completed.append(seq)
+        self._drop_hellos()
         # the handshake restarts the device's numbering
         self.checker.reset()
         self.delivered.clear()
@@ -668,11 +665,15 @@ class ProtocolLink(LinkBase):
     def heard(self, now: float) -> list[LinkResult]:
         out = super().heard(now)
         if out and self.state == LinkState.READY:  # SILENT over: no HELLO is asked for now
-            for seq, p in list(self.pending.items()):
-                if p.kind == Kind.HELLO:
-                    del self.pending[seq]
-                    self.completed.append(seq)
+            self._drop_hellos()
         return out
+
+    def _drop_hellos(self) -> None:
+        """No HELLO waits for its ACK any more (answered, or no longer needed)."""
+        for seq, p in list(self.pending.items()):
+            if p.kind == Kind.HELLO:
+                del self.pending[seq]
+                self.completed.append(seq)
 
     def clear_fault(self, code: str) -> None:
         super().clear_fault(code)

@@ -107,7 +107,6 @@ class AnchorSink:
             self.written.append(anchor)
         return record
 
-
     def recorded(self, name: str) -> list[Anchor]:
         """The anchors the anchor file holds for the log file ``name`` (its base name), in
         file order: what a writer about to continue that file checks it against

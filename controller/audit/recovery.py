@@ -40,6 +40,7 @@ from controller.audit.files import parse_log_name, table_files
 from controller.audit.opening import check_verified, count_newlines
 from controller.audit.records import LogReader
 from controller.audit.replay import Difference, Replayer
+from controller.audit.sets import RECORD_KEYS
 from controller.audit.verify import ChainStart, verify_file
 from controller.audit.writer import AuditLog, AuditLogError, Clock, TornCut, find_torn_tail
 from controller.jsontext import JsonTextError
@@ -196,7 +197,7 @@ def _not_cut_short(torn: bytes) -> str | None:
         whole = jsontext.loads(torn)
     except JsonTextError:
         return None  # cut short
-    if not isinstance(whole, dict) or not any(k in whole for k in ("seq", "hash", "kind")):
+    if not isinstance(whole, dict) or not any(k in whole for k in RECORD_KEYS):
         return "it is a whole JSON value, but no record (no seq, hash or kind)"
     return None
 

@@ -181,7 +181,8 @@ def _first_record(path: Path) -> dict[str, object] | None:
     return obj if isinstance(obj, dict) else None
 
 
-_RECORD_KEYS = ("seq", "hash", "kind")
+#: a record has at least one of these (an input stream's events have none)
+RECORD_KEYS = ("seq", "hash", "kind")
 
 
 _LOOK_AT = 200  # lines
@@ -212,7 +213,7 @@ def not_a_log(path: Path) -> str | None:
                 obj = jsontext.loads(line)
             except JsonTextError:
                 return None
-            if not isinstance(obj, dict) or any(k in obj for k in _RECORD_KEYS):
+            if not isinstance(obj, dict) or any(k in obj for k in RECORD_KEYS):
                 return None
     if not seen:
         return ("empty: it holds no record (a table's log starts with its header; the file "
