@@ -402,6 +402,84 @@ def test_cut_card_after_a_hands_last_card_makes_the_next_round_the_last(
     _the_next_round_is_the_last(t)
 
 
+BLACKJACK_CUT_CARD = ["gr-blackjack", "live-blackjack", "ru-blackjack"]
+
+
+def _blackjack_hand(t: Table, dealer: str) -> None:
+    """One box: two tens (20, stands); the dealer's cards ``dealer`` (ranks), each in its
+    place — the hole card before the player's stand where the profile deals one. Each card
+    is the next of its rank still in the shoe, brought to the top."""
+    def rank(r: str) -> None:
+        t.card(next(c for c in t.stack[t.pos:] if c[0] in ("TJQK" if r == "T" else r)))
+
+    hole = bool(t.profile.blackjack and t.profile.blackjack.dealer_hole_card)
+    rank("T")
+    rank(dealer[0])
+    rank("T")
+    if hole:
+        rank(dealer[1])
+    t.send("action", action="stand")
+    for r in dealer[1 + hole:]:
+        rank(r)
+
+
+@pytest.mark.parametrize("name", BLACKJACK_CUT_CARD)
+@pytest.mark.parametrize(("dealer", "complete"), [
+    ("98", True),  # 17: the dealer stands, no card is due
+    ("953", True),  # 14, then 17
+    ("95", False),  # 14: the dealer must still draw
+])
+def test_cut_card_after_a_blackjack_rounds_last_card_makes_the_next_round_the_last(
+        name: str, dealer: str, complete: bool) -> None:
+    """000 §4, §8 (004 §3.17, 002 §3 1.4.2): a cut card read once every hand is finished
+    and the dealer stands (before the dealer's round_end) comes before the next round's
+    first card: that round is played and is the last; read while the dealer must still
+    draw, it shows during the round, which is the last (a review: the referee could not
+    say a blackjack round was complete, so the next round was a critical
+    PLAY_AFTER_LAST_HAND)."""
+    t = Table(name).prepare()
+    n = 3 + len(dealer)
+    t.play_until(t.profile.cut_card.behind + n)
+    t.bets(boxes=[1])
+    _blackjack_hand(t, dealer)
+    outs = t.send("cut_card")
+    notes = [o for o in outs if isinstance(o, Note)]
+    assert [n.kind for n in notes] == ["last_hand"]
+    if not complete:
+        assert t.state == "last_round"
+        return
+    assert t.state == "round" and notes[0].data["next_round_last"] is True
+    t.send("round_end")
+    assert t.state == "ready" and "LAST HAND" in t.engine.prompt().text
+    t.bets(boxes=[1])
+    assert t.state == "last_round"
+    _blackjack_hand(t, "98")
+    t.send("round_end")
+    assert t.state == "shoe_complete"
+    assert t.run.proc() == {}
+
+
+@pytest.mark.parametrize("round_end", [False, True])
+def test_round_end_missing_before_the_dealer_changes_burn_is_one_deviation(
+        round_end: bool) -> None:
+    """004 §3.8: a dealer change during a round owes one burn card at its end. A card read
+    after the round's last card with no round_end is that burn (round_end missing: one
+    deviation), not the dealer's draw on 17 followed by a burn short (a review: three
+    deviations for one missing round_end)."""
+    t = Table("ru-blackjack").prepare()
+    t.round(6)
+    t.bets(boxes=[1])
+    _blackjack_hand(t, "98")
+    t.send("dealer_change", dealer="D2")
+    if round_end:
+        t.send("round_end")
+    outs = t.card()
+    assert t.state == "ready"
+    assert codes_of(outs) == ([] if round_end else ["UNEXPECTED_EVENT"])
+    t.round(6)
+    assert t.run.proc() == (Counter() if round_end else Counter({"UNEXPECTED_EVENT": 1}))
+
+
 @pytest.mark.parametrize("name", ROUND_IS_LAST_PROFILES)
 def test_cut_card_as_first_card_round_is_played_and_last(name: str) -> None:
     t = _to_cut_card(name, 0)

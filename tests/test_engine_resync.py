@@ -248,6 +248,28 @@ def test_a_card_replaced_after_a_round_the_end_card_left_undealt_is_taken(name: 
     assert r.codes() == Counter({"UNEXPECTED_EVENT": 1}) and r.at("UNEXPECTED_EVENT") == [mid]
 
 
+@pytest.mark.parametrize("name", PROFILES)
+def test_a_card_replaced_in_place_of_a_round_end_is_one_deviation(name: str) -> None:
+    """A review: a damaged card replaced once the round's cards were all dealt, its
+    round_end not written — refused, then the next bets_closed ended the round: two
+    deviations for one missing round_end. Where the referee can tell that no card of the
+    round is still due (blackjack, punto banco, chemin de fer, stud), the replacement ends
+    the round (one UNEXPECTED_EVENT naming the missing round_end) and is taken; a game
+    whose referee cannot tell (two tableaux) keeps the two."""
+    steps = day(name)
+    replaced = {"type": "card_replaced", "card": "7C"}
+    for rnd in (2, 3, 4):
+        end = first(steps, "round_end", rnd=rnd)
+        r = run(name, events(insert(drop(steps, end), end, replaced)))
+        if name == "gr-baccarat-two-tableaux":
+            assert r.proc() == Counter({"UNEXPECTED_EVENT": 2}), r.codes()
+            continue
+        assert r.proc() == Counter({"UNEXPECTED_EVENT": 1}), r.codes()
+        dev, = r.devs("UNEXPECTED_EVENT")
+        assert dev.evidence["missing"] == "round_end" and r.at("UNEXPECTED_EVENT") == [end]
+        assert [n.data for n in r.notes("card_replaced")] == [{"card": "7C"}]
+
+
 def test_a_slip_that_repeats_after_a_slip_of_another_kind_is_grouped_too() -> None:
     """A review: the end card placed 11 from the back (CUT_CARD_POSITION) and then a hand
     dealt after it showed raised PLAY_AFTER_LAST_HAND for each of its cards — the grouping

@@ -228,6 +228,15 @@ class TableEngine(DeviceEvents):
             # card replaced then comes after it, as a count or a shuffle does (a review: it
             # alone was refused there)
             return (kind, self._after_round_end().value) in self._routes
+        if kind == "card_replaced" and before in (ROUND, LAST_ROUND) and shoe.round_cards \
+                and shoe.aside is None and (kind, before) not in self._routes \
+                and shoe.referee.complete():
+            # a damaged card is replaced between rounds (000 §1, 001 BP §1): once the
+            # round's every card is dealt, the replacement comes after it, its round_end
+            # missing (a review: refused, then the next bets_closed ended the round — two
+            # deviations for one missing round_end); while a card is still due it is
+            # refused, as a replacement during a hand
+            return (kind, self._after_round_end().value) in self._routes
         if before not in (ROUND, LAST_ROUND) or kind not in _AFTER_ROUND \
                 or (kind, before) in self._routes:
             return False

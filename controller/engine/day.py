@@ -216,6 +216,11 @@ class DayState:
         return self._make("UNEXPECTED_EVENT", text, event=event.type, state=self.state,
                           expected=expected, **({"why": why} if why else {}))
 
+    def _round_left_open(self, event: Event, before: str) -> list[Output]:
+        """The open round ended where its ``round_end`` is missing, then ``event`` applied
+        (the dispatcher's: ``TableEngine._round_left_open``)."""
+        raise NotImplementedError
+
 
 def screen_settings(rule: ShuffleScreenRule) -> ScreenSettings:
     """The screen's settings from a profile's ``[shuffle_screen]`` (every key the header

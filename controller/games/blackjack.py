@@ -388,6 +388,24 @@ class BlackjackReferee(CardLedger):
         out.append(self._note())
         return out
 
+    def complete(self) -> bool:
+        """No card is due, whatever the players do: every hand is finished (stood, bust, 21,
+        its double's card, split aces closed) and the dealer stands — 17 or more on two
+        cards or more (000 §7, 002 §3 4.4, 004 §3.10–3.16), or the peeked blackjack. Not
+        known (False) while a card waits for its hand (an offer, a hand a card went past,
+        split aces undecided), after the dealer drew in error, or when the dealer has not
+        drawn though nothing depends on it (002 §3 4.4 iii lets the dealer stop: the
+        table may still draw)."""
+        if not self.active or not self.initial_done or self.offers or self.owed_passed \
+                or self.aces_undecided is not None or self.dealer.voids:
+            return False
+        for hand in self._hands():
+            if not hand.done:
+                return False
+        if self.peeked_blackjack:
+            return True
+        return len(self.dealer.cards) >= 2 and not self._must_draw()
+
     def _cards_missing(self) -> list[Deviation]:
         """At round_end, a hand the rules owed a card and never got it: a double's one card
         (000 §15, 002 §3 2.6, 004 §3.14) or a split hand's second card (000 §14, 002 §3

@@ -132,6 +132,15 @@ class StudReferee(CardLedger):
             isinstance(o, Deviation) and o.code == "DEAL_COUNT" for o in out)
         return out
 
+    def complete(self) -> bool:
+        """No card is due: the players are known from the bets, five cards went to each and
+        to the dealer, and the stub was counted after them (003 §4)."""
+        bets = self.bets
+        if bets is None or bets.players is None or not self.stubs:
+            return False
+        n = len(self.drawn)
+        return n == HAND_SIZE * (bets.players + 1) and self.stub_at == n
+
     def end(self) -> list[Output]:
         base = super().end()
         out: list[Output] = [o for o in base if not (isinstance(o, Note) and o.kind == "round")]
