@@ -19,6 +19,7 @@ from engine_streams import (
     CUT_CARD_PROFILES,
     FIVE_BURN_PROFILES,
     PROFILES,
+    SHUFFLER_PROFILES,
     Run,
     Table,
     day,
@@ -268,6 +269,64 @@ def test_a_card_replaced_in_place_of_a_round_end_is_one_deviation(name: str) -> 
         dev, = r.devs("UNEXPECTED_EVENT")
         assert dev.evidence["missing"] == "round_end" and r.at("UNEXPECTED_EVENT") == [end]
         assert [n.data for n in r.notes("card_replaced")] == [{"card": "7C"}]
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_a_round_end_one_step_late_is_one_deviation(name: str) -> None:
+    """A review: a round_end written after the next step (the next bets_closed; in stud,
+    the next round's shuffle; with a shuffler, the return of the discards) — the step ended
+    the round (round_end missing), then the late round_end ended the round just opened and
+    its first card was a critical CARD_BEFORE_BETS_CLOSED. It is now the late one: a note,
+    one deviation in all."""
+    steps = day(name)
+    for rnd in (1, 2, 3):
+        end = first(steps, "round_end", rnd=rnd)
+        if steps[end + 1].event["type"] == "dealer_change":
+            continue
+        r = run(name, events(move(steps, end, end + 2)))
+        assert sum(r.proc().values()) == 1, (rnd, r.codes())
+        assert (r.at("UNEXPECTED_EVENT") or r.at("DISCARDS_NOT_RETURNED")) == [end]
+        assert r.engine.state == "closed"
+
+
+@pytest.mark.parametrize("name", SHUFFLER_PROFILES)
+def test_the_discards_of_a_round_after_the_start_burn_end_it(name: str) -> None:
+    """A review: round 1's round_end missing (the first round after the start burn), then
+    its discards went back — refused as a late reading of the shoe's own (that exception is
+    for a shuffle or a count), so those cards stayed out: four deviations. Now one."""
+    steps = day(name)
+    r = run(name, events(drop(steps, first(steps, "round_end", rnd=1))))
+    assert r.proc() == Counter({"UNEXPECTED_EVENT": 1}), r.codes()
+
+
+@pytest.mark.parametrize("name", SHUFFLER_PROFILES)
+def test_discards_returned_after_the_next_bets_closed_are_taken(name: str) -> None:
+    """A review: the return of a round's discards written after the next bets_closed —
+    DISCARDS_NOT_RETURNED at the bets, then the return refused (those cards never went back)
+    and the next return flagged again: three. The late return is taken (a note): one."""
+    steps = day(name)
+    back = first(steps, "discards_returned", rnd=3)
+    assert steps[back + 1].event["type"] == "bets_closed"
+    r = run(name, events(move(steps, back, back + 2)))
+    assert r.proc() == Counter({"DISCARDS_NOT_RETURNED": 1}), r.codes()
+    assert r.notes("late_return")
+    late = move(steps, back, back + 3)  # after the round's first card too
+    r = run(name, events(late))
+    assert r.proc() == Counter({"DISCARDS_NOT_RETURNED": 1}), r.codes()
+
+
+@pytest.mark.parametrize("name", SHUFFLER_PROFILES)
+def test_a_card_returned_a_round_late_is_one_deviation(name: str) -> None:
+    """A review: one card held back from a round's return and sent with the next — the
+    short return flagged, and the next (one card more than that round's) flagged again."""
+    steps = day(name)
+    back = first(steps, "discards_returned", rnd=3)
+    nxt = first(steps, "discards_returned", rnd=4)
+    steps[back].event["count"] -= 1
+    steps[nxt].event["count"] += 1
+    r = run(name, events(steps))
+    assert r.proc() == Counter({"DISCARDS_NOT_RETURNED": 1}), r.codes()
+    assert r.at("DISCARDS_NOT_RETURNED") == [back]
 
 
 def test_a_slip_that_repeats_after_a_slip_of_another_kind_is_grouped_too() -> None:

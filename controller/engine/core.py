@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from controller.deviations import Deviation
 from controller.engine.checks import SABOT_ROTATION_K
 from controller.engine.day import Refused
 from controller.engine.device_events import DeviceEvents
@@ -178,8 +179,14 @@ class TableEngine(DeviceEvents):
         before = self._state
         route = self._routes.get((event.type, before))
         if route is None:
+            if isinstance(event, DiscardsReturned):
+                late = self.late_return(event)
+                if late is not None:
+                    return late
             if self.ends_open_round(event.type, event):
                 return self._round_left_open(event, before)
+            if event.type == "round_end" and self._late_round_end():
+                return [self._late_round_end_note()]
             if before == CLOSED:
                 return self._refused_while_closed(event)
             return [self._unexpected(event)]
@@ -250,7 +257,7 @@ class TableEngine(DeviceEvents):
             return False  # (bets closed twice: the second is judged where it stands)
         if kind == "bets_closed" and self.profile.shuffle.every_round:
             return False  # (a round that has its own shuffle: that shuffle ends the last one)
-        if before == ROUND and kind != "bets_closed" and (
+        if before == ROUND and kind in ("shuffle", "deck_check") and (
                 shoe.round_cards < 10 if self.profile.shuffle.every_round else
                 shoe.rounds <= 1):
             return False  # (a shuffle or count in a shoe's first round is more likely a late
@@ -296,4 +303,6 @@ class TableEngine(DeviceEvents):
         if self._state != before:
             out.append(transition(before, self._state, event.type))
             out.append(self.prompt())
+        self._left_open = (self.shoe, self.round, self._state) \
+            if isinstance(out[0], Deviation) else None
         return out

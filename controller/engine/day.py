@@ -166,6 +166,10 @@ class DayState:
         self._counted = False  # a deck_check since the table opened (the late opening count)
         #: the kinds of event refused while the table was closed (after this day's close)
         self._closed_refused: set[str] = set()
+        #: (shoe, round, state) after a round was ended where its round_end was missing
+        #: (TableEngine._round_left_open): a round_end that comes next, nothing moved since,
+        #: is that one, late (TableEngine._late_round_end)
+        self._left_open: tuple[int, int, str] | None = None
         self.checked_since_shoe = False
         self.shoe = 0
         self.round = 0
@@ -215,6 +219,21 @@ class DayState:
             text += f": {why}"
         return self._make("UNEXPECTED_EVENT", text, event=event.type, state=self.state,
                           expected=expected, **({"why": why} if why else {}))
+
+    def _late_round_end(self) -> bool:
+        """Is a ``round_end`` the one whose absence :meth:`_round_left_open` flagged, come
+        one step late — nothing since moved the table (the same shoe, round and state) and
+        no card of a round opened since was dealt? (A review: it ended the round the next
+        ``bets_closed`` had just opened, and that round's first card was a critical
+        ``CARD_BEFORE_BETS_CLOSED``.)"""
+        left = self._left_open
+        self._left_open = None
+        return left == (self.shoe, self.round, self._state) and not self._shoe.round_cards
+
+    def _late_round_end_note(self) -> Note:
+        return Note("late_round_end", "round_end after the next step: the last round's, whose "
+                    "end was taken there (UNEXPECTED_EVENT above); nothing more ends",
+                    {"round": self.round, "state": self._state})
 
     def _round_left_open(self, event: Event, before: str) -> list[Output]:
         """The open round ended where its ``round_end`` is missing, then ``event`` applied

@@ -300,6 +300,10 @@ class Dealing(Preparation):
         if state == BURN:
             self._burn_short(out)
         elif state == RETURN_DISCARDS:
+            shoe = self._shoe
+            shoe.return_owed = (shoe.to_return(self.profile.shuffler.burns_returned),
+                                shoe.out_since_return, shoe.burned_since_return,
+                                shoe.extra_since_return)
             out.append(self._make(
                 "DISCARDS_NOT_RETURNED",
                 f"round started before the {self._shoe.out_since_return} card(s) of the last round "
@@ -341,6 +345,11 @@ class Dealing(Preparation):
         return None
 
     def _on_round_end(self, e: RoundEnd, out: list[Output]) -> State | None:
+        if self._left_open is not None and self._late_round_end():
+            # the last round's round_end, after the bets_closed that ended it: the round
+            # just opened goes on
+            out.append(self._late_round_end_note())
+            return None
         ended = self._round_ended()
         out.extend(ended)
         after = self._after_round_end()
@@ -375,21 +384,56 @@ class Dealing(Preparation):
             return BURN
         return READY
 
+    def late_return(self, e: DiscardsReturned) -> list[Output] | None:
+        """The last round's discards going back during the round whose bets closed before
+        they did (``DISCARDS_NOT_RETURNED`` then; ``Shoe.return_owed``): taken, with a note —
+        refused, those cards stayed out for good, and the next return was flagged again (a
+        review: three deviations for one late return). None when ``e`` is not that."""
+        shoe = self._shoe
+        owed = shoe.return_owed
+        if owed is None or self.state not in (ROUND, LAST_ROUND):
+            return None
+        expected, out_then, burned_then, extra_then = owed
+        if e.count not in (expected, out_then):
+            return None
+        shoe.return_owed = None
+        if e.count == expected:
+            shoe.in_holder += out_then - expected  # (the burns the holder keeps)
+        shoe.out_since_return -= out_then
+        shoe.burned_since_return -= burned_then
+        shoe.extra_since_return -= extra_then
+        shoe.in_shoe = min(shoe.pack_size, shoe.in_shoe + e.count)
+        shoe.seen.clear()  # (this round's cards are not told apart from those: none is
+        # counted twice)
+        return [Note("late_return", f"{e.count} card(s) of the last round went back into the "
+                     "shuffler during this round (DISCARDS_NOT_RETURNED at its bets_closed)",
+                     {"returned": e.count, "round": self.round})]
+
     def _on_discards_returned(self, e: DiscardsReturned, out: list[Output]) -> State | None:
         shoe = self._shoe
+        shoe.return_owed = None
         out_now = shoe.out_since_return
         kept = shoe.kept_out(self.profile.shuffler.burns_returned)
         expected = shoe.to_return(self.profile.shuffler.burns_returned)
         # a card burned too many (BURN_COUNT already) stays with the burns where they stay
         # in the holder (001 BP §20δ(3)), or goes back as the round's card it may have been
         extra = shoe.extra_since_return if kept else 0
-        if e.count not in (expected, out_now, expected - extra):
-            # (the burns too: early, but no card lost)
+        accepted = (expected, out_now, expected - extra)
+        short, shoe.return_short = shoe.return_short, 0
+        if e.count not in accepted and not (short and e.count - short in accepted):
+            # (the burns too: early, but no card lost; with the cards the last return left
+            # out: late, but no card lost — a review: flagged again, two for one slip)
             held = f" ({kept} burned card(s) stay in the discard holder)" if kept else ""
             out.append(self._make(
                 "DISCARDS_NOT_RETURNED",
                 f"{e.count} card(s) went back into the shuffler; {expected} were out{held}",
                 returned=e.count, outstanding=expected))
+            if e.count < min(accepted):
+                shoe.return_short = min(accepted) - e.count
+        elif short and e.count not in accepted:
+            out.append(Note("late_return", f"{short} card(s) the last return left out went "
+                            "back with these", {"returned": e.count, "late": short}))
+            e = DiscardsReturned(count=e.count - short, t=e.t)
         shoe.out_since_return = 0
         shoe.burned_since_return = 0
         shoe.extra_since_return = 0

@@ -105,8 +105,10 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         ("card", only(ROUND, LAST_ROUND, READY, RETURN_DISCARDS, SHOE_COMPLETE), [None]),
         ("action", only(ROUND, LAST_ROUND), [None]),
         ("stub_count", only(ROUND, LAST_ROUND), [None]),
-        ("round_end", only(ROUND), round_end_dest),
-        ("round_end", only(LAST_ROUND), only(SHOE_COMPLETE)),
+        # (None: the last round's round_end, one step late — after the bets_closed that
+        # ended it, no card of the new round out yet: TableEngine._late_round_end)
+        ("round_end", only(ROUND), [None, *round_end_dest]),
+        ("round_end", only(LAST_ROUND), [None, *only(SHOE_COMPLETE)]),
         ("dealer_change", open_states, [None]),
         ("dealer_change", only(READY), only(BURN)),
         ("players_left", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, BURN, READY,

@@ -67,6 +67,13 @@ class Shoe:
     #: round's first card too early — the holder may keep them with the burns, or not
     extra_since_return: int = 0
     in_holder: int = 0  # burned cards the discard holder keeps until the withdrawal
+    #: the last round's discards, still out when the next round's bets closed
+    #: (DISCARDS_NOT_RETURNED then): their count as it would have gone back, and the cards,
+    #: burns and extra burns out then — a return of that count during the round is theirs,
+    #: late (TableEngine._late_return)
+    return_owed: tuple[int, int, int, int] | None = None
+    #: cards a return left out (DISCARDS_NOT_RETURNED then): they may go back with the next
+    return_short: int = 0
     # its cut card and last hand
     declared_behind: int | None = None
     #: a card read with this many left (or fewer) and no cut card read came from behind
