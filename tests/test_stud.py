@@ -459,9 +459,22 @@ def test_player_with_wrong_number_has_that_hand_void(cards: str) -> None:
     assert d["hands"]["P2"]["void"] is True and d["hands"]["P2"]["rank"] is None
 
 
-def test_player_misdeal_with_the_true_stub_is_two_findings() -> None:
+def test_player_misdeal_with_the_true_stub_is_one_finding() -> None:
+    """A review: the stub counted right shows the card dealt too many (DEAL_COUNT at the
+    stub); the hand it made void is that slip's — a consequence note, not a second
+    critical."""
     t = _table()
     outs = _deal(t, {**TWO, "P1": "2H 7H 9H JH KH 3S"})  # stub 36, as the dealer counts it
+    devs = _devs(outs)
+    assert [d.evidence["check"] for d in devs] == ["stub"]
+    follows = [o for o in outs if isinstance(o, Note) and o.kind == "consequence"]
+    assert [n.data["evidence"]["void"] for n in follows] == [["P1"]]
+    assert follows[0].data["code"] == "DEAL_COUNT"
+
+
+def test_player_misdeal_with_a_miscounted_stub_is_two_findings() -> None:
+    t = _table()
+    outs = _deal(t, {**TWO, "P1": "2H 7H 9H JH KH 3S"}, stub=35)  # 36 left, counted 35
     devs = _devs(outs)
     assert [d.evidence["check"] for d in devs] == ["stub", "hands"]
     assert devs[1].evidence["void"] == ["P1"]

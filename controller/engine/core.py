@@ -53,7 +53,7 @@ from controller.engine.states import (
     STATE_DESCRIPTIONS,
     State,
 )
-from controller.events import DEVICE_INFO_EVENTS, DiscardsReturned, Event, RoundEnd
+from controller.events import DEVICE_INFO_EVENTS, Cut, DiscardsReturned, Event, RoundEnd
 from controller.outputs import Note, Output, Prompt, Transition, consequence, transition
 from controller.profiles import Profile
 
@@ -179,10 +179,10 @@ class TableEngine(DeviceEvents):
         before = self._state
         route = self._routes.get((event.type, before))
         if route is None:
-            if isinstance(event, DiscardsReturned):
-                late = self.late_return(event)
-                if late is not None:
-                    return late
+            late = (self.late_return(event) if isinstance(event, DiscardsReturned)
+                    else self.late_cut(event) if isinstance(event, Cut) else None)
+            if late is not None:
+                return late
             if self.ends_open_round(event.type, event):
                 return self._round_left_open(event, before)
             if event.type == "round_end" and self._late_round_end():

@@ -102,7 +102,7 @@ class Preparation(DayState):
                 out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since "
                                       "the last shoe", step=through))
         if p.cut.required and not self._shoe.cut_done:
-            self._shoe.cut_done = True
+            self._shoe.cut_done = self._shoe.cut_flagged = True
             out.append(self._make("CUT_MISSING", f"{what} without a cut", step=through))
         if p.has_cut_card and not self._shoe.cut_card_set:
             self._shoe.cut_card_set = True
@@ -315,6 +315,23 @@ class Preparation(DayState):
             return READY
         return CUT_CARD if self.profile.has_cut_card else LOAD
 
+    def late_cut(self, e: Cut) -> list[Output] | None:
+        """A cut read after the step that flagged it missing (``CUT_MISSING``: the cut card
+        placed, the load, the bets — the same shoe), before any card left the shoe: that
+        cut, recorded late — a note, its depth judged (the cut rule's paragraph) — not
+        refused as well (a review: two deviations for one late cut). None when ``e`` is
+        not that."""
+        shoe = self._shoe
+        size = self.decks * 52
+        if not shoe.cut_flagged or shoe.dealt or shoe.burn_done or e.offset > size:
+            return None
+        shoe.cut_flagged = False
+        out: list[Output] = [Note("late_cut", f"cut at {e.offset} read after the step that "
+                                  "flagged it missing (CUT_MISSING above): taken as late",
+                                  {"offset": e.offset, "state": self.state})]
+        check_cut(e.offset, size, self.profile.cut.min_each_side, self._make, out)
+        return out
+
     def _new_block(self, out: list[Output]) -> None:
         """A cut or a load right after a shuffle read as the continuous shuffler's own: that
         shuffle was the hand shuffle of a new block (001 BP §20δ(6)), which begins here."""
@@ -357,7 +374,7 @@ class Preparation(DayState):
         if self.state != CUT_CARD:
             self._begin_shoe(out)
             if self.profile.cut.required and not self._shoe.cut_done:
-                self._shoe.cut_done = True
+                self._shoe.cut_done = self._shoe.cut_flagged = True
                 out.append(self._make("CUT_MISSING", "the cut card was placed without a cut",
                                       step="cut_card_placed"))
         self._shoe.cut_card_set = True

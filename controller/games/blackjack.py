@@ -131,6 +131,9 @@ class _Hand:
         self.passed_by: str | None = None
         #: HAND_CARD_MISSING raised already (another hand acted while it waited)
         self.card_missed = False
+        #: its double came right after its third card, where the first two could double:
+        #: if the hand is then passed without a fourth, that card was the double's
+        self.late_double = False
         self.done = False
 
     @property
@@ -192,6 +195,8 @@ class BlackjackReferee(CardLedger):
         #: the hand the last card drew for, while nothing else has happened since (a card
         #: that comes out unrequested after it is that player's: 000 §7)
         self.drawn_last: _Hand | None = None
+        #: ``drawn_last`` as it was when the action being judged came (:meth:`_double`)
+        self.drawn_before: _Hand | None = None
         #: the last card, if it came out face up and was burned while naming (``to``) the
         #: hand that was due: the next card shows whether it was (:meth:`_exposed_kept`)
         self.exposed_for: tuple[_Rec, _Hand, str] | None = None
@@ -286,7 +291,7 @@ class BlackjackReferee(CardLedger):
     def action(self, action: str) -> list[Output]:
         if not self.active:
             return []
-        self.drawn_last = None
+        self.drawn_before, self.drawn_last = self.drawn_last, None
         self.exposed_for = None
         out: list[Output] = []
         if self._hole_due():  # a decision with only the hole card due: it was not dealt
@@ -332,6 +337,8 @@ class BlackjackReferee(CardLedger):
                 hand = self._in_play()
             out += self._owed_verdict()
             hand = self._aces_decided(action, hand)
+            if action == "double" and self._double_recorded_late(hand):
+                hand = self.drawn_before  # (its card made it 21 or more: finished)
             if (action == "split" and aces is not None
                     and (hand is None or len(hand.cards) != 2 or hand.double_pending)):
                 # no hand after them could be split: the split was the aces' again (000 §14
@@ -364,6 +371,8 @@ class BlackjackReferee(CardLedger):
                 if not hand.done:
                     hand.done = hand.stood = True
             self._settle()
+            if not self.peeked_blackjack and self._must_draw():
+                self._late_double_was_dealers()
             if (not self.peeked_blackjack and self._must_draw() and not self._moot()):
                 total, soft = blackjack_total(self.dealer.cards)
                 text = (f"the dealer stood on {'soft ' if soft else ''}{total}: the dealer "
@@ -406,6 +415,36 @@ class BlackjackReferee(CardLedger):
             return True
         return len(self.dealer.cards) >= 2 and not self._must_draw()
 
+    def _late_double_was_dealers(self) -> None:
+        """The dealer stood short of 17, and the last hand to double did so right after its
+        third card (``_Hand.late_double``) and took a fourth: read that double as written one
+        card late — the third card was its one card, the fourth the dealer's next — when the
+        dealer's cards then stand as the rule says (a review: a double recorded late on the
+        last box, then the dealer's second card taken as the double's, DEALER_DRAW_RULE)."""
+        dealer = self.dealer
+        if dealer.voids or not dealer.recs:
+            return
+        for hand in reversed(self._hands()):
+            if hand.late_double and hand.doubled_at == 3 and len(hand.recs) == 4:
+                break
+        else:
+            return
+        rec = hand.recs[3]
+        dealt = 1 + self.rule.dealer_hole_card  # (the dealer's cards of the initial deal)
+        if len(dealer.recs) < dealt:
+            return
+        cards = [*(r.card for r in dealer.recs[:dealt]), rec.card,
+                 *(r.card for r in dealer.recs[dealt:])]
+        if dealer_must_draw(cards, self.rule.dealer_stands_soft_17) or any(
+                not dealer_must_draw(cards[:k], self.rule.dealer_stands_soft_17)
+                for k in range(2, len(cards))):
+            return  # (still short, or a draw past 17: not that reading)
+        hand.recs.pop()
+        hand.doubled_at = 2
+        rec.hand = dealer
+        rec.why = "dealer"
+        dealer.recs.insert(dealt, rec)
+
     def _cards_missing(self) -> list[Deviation]:
         """At round_end, a hand the rules owed a card and never got it: a double's one card
         (000 §15, 002 §3 2.6, 004 §3.14) or a split hand's second card (000 §14, 002 §3
@@ -433,7 +472,14 @@ class BlackjackReferee(CardLedger):
     def _card_missed(self, hand: _Hand, *, ended: bool = False,
                      by: str = "the next hand's action") -> list[Deviation]:
         """``HAND_CARD_MISSING`` for ``hand`` (once): at the round's end, or when the next
-        hand acted (or a card went past it, ``by``) while it waited for its card."""
+        hand acted (or a card went past it, ``by``) while it waited for its card. Not for
+        a double recorded right after the hand's third card (``_Hand.late_double``): that
+        card was the double's, written one card late — the double's ACTION_NOT_ALLOWED
+        is the slip (a review: HAND_CARD_MISSING, CARD_TO_FINISHED_HAND as well)."""
+        if hand.late_double and hand.doubled_at == 3 and len(hand.cards) == 3:
+            hand.doubled_at = 2
+            hand.done = True
+            return []
         hand.done = hand.card_missed = True
         what = ("its double's one card" if hand.double_pending
                 else "its second card after the split")
@@ -990,25 +1036,49 @@ class BlackjackReferee(CardLedger):
         return []
 
     def _double(self, hand: _Hand) -> list[Output]:
-        r = self.rule
         n = len(hand.cards)
         if n < 2 or hand.double_pending or self._ace_pending(hand):
             why = ("the hand has already doubled" if hand.double_pending
                    else "a split ace takes one card" if self._ace_pending(hand)
                    else "a split hand gets its second card first")
             return [self._not_allowed("double", hand, why)]
-        why = ""
-        if r.double == "none":
-            why = "this game has no double"
-        elif n != 2:
-            why = "a double is only on the first two cards"
-        elif hand.from_split and not r.double_after_split:
-            why = "no double after a split"
-        elif r.double == "total-11-or-less" and hand.total > 11:
-            soft = blackjack_total(hand.cards)[1]
-            why = f"the total is {'soft ' if soft else ''}{hand.total}; a double needs 11 or less"
+        why = ("this game has no double" if self.rule.double == "none"
+               else "a double is only on the first two cards" if n != 2
+               else self._double_refused(hand, hand.cards))
+        if n == 3 and self.drawn_before is hand and self.rule.double != "none" \
+                and not self._double_refused(hand, hand.cards[:2]):
+            # a double on three cards, or the double of the first two recorded after its
+            # one card (nothing else happened since): which, the next step says — a card to
+            # this hand, or the next hand's action or card (_card_missed)
+            hand.late_double = True
         hand.doubled_at = n
         return [self._not_allowed("double", hand, why)] if why else []
+
+    def _double_recorded_late(self, in_play: _Hand | None) -> bool:
+        """Is a ``double`` the one of the hand the last card went to, recorded after that
+        card — its third, which made it 21 or more and so finished it — while the hand now in
+        play could not double? (A review: the double went to the next box, refused there,
+        and that box's own stand and card after it: three deviations.)"""
+        late = self.drawn_before
+        if late is None or late is in_play or late.box is None or len(late.cards) != 3 \
+                or late.total < 21 or late.doubled_at is not None \
+                or self.rule.double == "none" or self._double_refused(late, late.cards[:2]):
+            return False
+        return (in_play is None or len(in_play.cards) != 2 or in_play.double_pending
+                or bool(self._double_refused(in_play, in_play.cards)))
+
+    def _double_refused(self, hand: _Hand, cards: list[Card]) -> str:
+        """Why the profile refuses a double on ``cards`` (000 §15, 002 §3 2.6, 004 §3.14),
+        the number of cards aside; "" when it allows it."""
+        r = self.rule
+        if r.double == "none":
+            return "this game has no double"
+        if hand.from_split and not r.double_after_split:
+            return "no double after a split"
+        total, soft = blackjack_total(cards)
+        if r.double == "total-11-or-less" and total > 11:
+            return f"the total is {'soft ' if soft else ''}{total}; a double needs 11 or less"
+        return ""
 
     def _split(self, hand: _Hand) -> list[Output]:
         r = self.rule

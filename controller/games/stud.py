@@ -29,7 +29,7 @@ from mypy_extensions import mypyc_attr
 
 from controller.deviations import Deviation
 from controller.events import MAX_SEATS, BetsClosed, CardDrawn
-from controller.outputs import Note, Output
+from controller.outputs import Note, Output, consequence
 from controller.poker import HandValue, dealer_qualifies, evaluate, settle
 from controller.profiles import Profile
 from controller.rounds import CardLedger, DeviationFactory, register_referee
@@ -181,7 +181,13 @@ class StudReferee(CardLedger):
         text = f"round {self.round_no}: {len(self.drawn)} cards"
         if players is not None and self.drawn:
             dev, text = self._judge(players, owners, data)
-            if dev is not None:
+            if dev is not None and self.stub_flagged and self.stubs \
+                    and self.stub_at + self.stubs[-1] == self.pack:
+                # the stub, counted right after the deal, already showed the cards dealt
+                # too many or too few (DEAL_COUNT then): the hand they made void is that
+                # slip's (a review: two criticals for one card too many)
+                out.append(consequence(dev, "DEAL_COUNT"))
+            elif dev is not None:
                 out.append(dev)
         elif not self.drawn:
             text += " (cards not read: hands not shown)"
