@@ -208,6 +208,32 @@ def test_deck_extra_card(name: str) -> None:
     assert dev.evidence["decks"] == steps[0].event["decks"]
 
 
+@pytest.mark.parametrize("name", ["live-baccarat", "gr-blackjack", "gr-banco-punto"])
+def test_a_deck_too_many_dealt_on_is_one_deviation(name: str) -> None:
+    """A review: a 9th deck at an 8-deck table, counted (DECK_EXTRA_CARD) and dealt on —
+    the pack taken as 416 cards refused its cut, misplaced its cut card, and every 9th copy
+    of a card was a critical CARD_DUPLICATE: 103 deviations. The count's whole decks are
+    the pack; the extra copies are that slip's; the closing count finding them again is a
+    consequence note."""
+    d = prof(name).decks.max
+    t = Table(name, decks=d + 1)
+    t.open(decks=d)
+    t.check()
+    t.shuffle()
+    t.cut()
+    t.place()
+    t.load()
+    t.burn()
+    t.play_until(t.profile.cut_card.behind)
+    t.send("cut_card")
+    t.round(4)
+    assert t.state == "shoe_complete"
+    t.check()
+    t.send("table_close")
+    assert t.run.proc() == Counter({"DECK_EXTRA_CARD": 1}), t.run.proc()
+    assert any(n.data["code"] == "DECK_EXTRA_CARD" for n in t.run.notes("consequence"))
+
+
 @pytest.mark.parametrize("foreign", [["JK"], ["ZZ"], ["JK", "ZZ"], ["joker"]])
 @pytest.mark.parametrize("name", PROFILES)
 def test_deck_foreign_card(name: str, foreign: list[str]) -> None:

@@ -119,10 +119,11 @@ def judge_lots(profile: Profile, lots: Iterable[DeckLot], judged_on: dt.date | N
 
 
 def check_composition(event: DeckCheck, decks: int, make: DeviationFactory,
-                      out: list[Output]) -> None:
-    """A counted pack holds each of the 52 cards ``decks`` times, and nothing else."""
+                      out: list[Output]) -> Counter[Card]:
+    """A counted pack holds each of the 52 cards ``decks`` times, and nothing else.
+    Returns the cards counted more often than that (empty when none)."""
     if not event.foreign and event.cards == _full_pack(decks):
-        return  # (the usual count, its cards sorted: one comparison, no count of each)
+        return Counter()  # (the usual count, its cards sorted: one comparison, no count of each)
     got = Counter(event.cards)
     missing = Counter({c: decks - got[c] for c in deck() if got[c] < decks})
     extra = Counter({c: n - decks for c, n in got.items() if n > decks})
@@ -143,6 +144,7 @@ def check_composition(event: DeckCheck, decks: int, make: DeviationFactory,
             "DECK_FOREIGN_CARD",
             f"{len(event.foreign)} card(s) not of the 52: {', '.join(event.foreign)}",
             foreign=list(event.foreign)))
+    return extra
 
 
 @functools.cache

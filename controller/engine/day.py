@@ -164,6 +164,12 @@ class DayState:
         self._stock_dealt = False
         self.checked_open = False
         self._counted = False  # a deck_check since the table opened (the late opening count)
+        #: the cards the last count found more often than the decks hold (DECK_EXTRA_CARD
+        #: then): dealt on, they are that slip's, not a CARD_DUPLICATE each
+        self._extra_cards: Counter[Card] = Counter()
+        #: the last count's cards, where they were whole decks more than the table opened
+        #: with (pack_cards); else None
+        self._counted_pack: int | None = None
         #: the kinds of event refused while the table was closed (after this day's close)
         self._closed_refused: set[str] = set()
         #: (shoe, round, state) after a round was ended where its round_end was missing
@@ -185,8 +191,17 @@ class DayState:
         (``Shoe.held``: it comes out with this event's outputs, :meth:`handle`)."""
         if getattr(self, "_shoe", None) is not None and self._shoe.aside is not None:
             self._orphaned.extend(self._shoe.held)
-        self._shoe = Shoe(self.decks * 52,
-                          referee_for(self.profile, self._make, self.decks * 52))
+        pack = self.pack_cards
+        self._shoe = Shoe(pack, referee_for(self.profile, self._make, pack))
+
+    @property
+    def pack_cards(self) -> int:
+        """The cards of the pack: the decks', or the last count's where it found whole
+        decks more (a 9th deck at an 8-deck table is dealt from: its cut, its cut card's
+        place and its stock are those of 468 cards — taken as 416, one slip raised 103
+        deviations). A few cards more are not taken as in the pack: a scanner that read a
+        card twice would move every count after it."""
+        return self._counted_pack or self.decks * 52
 
     # ------------------------------------------------------------------ deviations
 

@@ -115,7 +115,7 @@ class Dealing(Preparation):
         if shoe.in_shoe > 0:
             shoe.in_shoe -= 1
         decks = self.decks
-        if times > decks:
+        if times > decks and times > decks + self._extra_cards[card]:
             scope = ("since the discards last went back" if self.profile.shuffler_mode
                      else "in this shoe")
             out.append(self._make(

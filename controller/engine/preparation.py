@@ -42,7 +42,7 @@ from controller.events import (
     TableOpen,
     written_date,
 )
-from controller.outputs import Note, Output
+from controller.outputs import Note, Output, consequence
 
 
 class Preparation(DayState):
@@ -233,7 +233,18 @@ class Preparation(DayState):
         return OPENING_CHECK if self.profile.inspection.opening_check else SHUFFLE
 
     def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
-        check_composition(e, self.decks, self._make, out)
+        before, at = self._extra_cards, len(out)
+        self._extra_cards = extra = check_composition(e, self.decks, self._make, out)
+        self._counted_pack = None
+        if extra and len(extra) == 52 and len(set(extra.values())) == 1 \
+                and len(e.cards) == (self.decks + next(iter(extra.values()))) * 52:
+            self._counted_pack = len(e.cards)  # whole decks more (see pack_cards)
+        if before and self._extra_cards and not self._extra_cards - before:
+            # the same extra cards as the last count found, still in the pack: that slip's
+            out[at:] = [consequence(o, o.code) if isinstance(o, Deviation)
+                        and o.code == "DECK_EXTRA_CARD" else o for o in out[at:]]
+        if not self._shoe.loaded:  # (the pack counted before its shoe is loaded: its size)
+            self._shoe.pack_size = self._shoe.referee.pack = self.pack_cards
         # the opening count made late, after the first shoe's shuffle (CHECK_MISSING then):
         # the count of this pack, not its closing — the shoe goes on, its steps done
         late_opening = (self.profile.inspection.opening_check and not self._counted
@@ -297,7 +308,7 @@ class Preparation(DayState):
         return CUT
 
     def _on_cut(self, e: Cut, out: list[Output]) -> State | None:
-        size = self.decks * 52
+        size = self.pack_cards
         if e.offset > size:
             raise Refused(f"offset {e.offset} is more than the {size} cards of the pack")
         if self.state in (READY, RETURN_DISCARDS):
@@ -322,7 +333,7 @@ class Preparation(DayState):
         refused as well (a review: two deviations for one late cut). None when ``e`` is
         not that."""
         shoe = self._shoe
-        size = self.decks * 52
+        size = self.pack_cards
         if not shoe.cut_flagged or shoe.dealt or shoe.burn_done or e.offset > size:
             return None
         shoe.cut_flagged = False
