@@ -495,6 +495,17 @@ def test_an_action_before_the_deal_is_complete_names_the_card_still_due() -> Non
     assert dev.message.endswith("box1's card of it is still due")
 
 
+@pytest.mark.parametrize("name", ["gr-blackjack", "ru-blackjack"])
+def test_every_decision_with_the_deal_short_is_one_slip(name: str) -> None:
+    """A review's sweep: a card of the initial deal not read, then each player's decision
+    refused as 'the initial deal is not complete' — one ACTION_NOT_ALLOWED each (two or
+    three a round for one card lost). The first is the slip; the rest are notes."""
+    r = play(name, [1, 2, 3], "T", "5", "9", "8", "T", "stand", "double", "stand")
+    assert r.codes["ACTION_NOT_ALLOWED"] == 1, r.codes
+    follows = r.run.notes("consequence")
+    assert [n.data["code"] for n in follows] == ["ACTION_NOT_ALLOWED"] * 2
+
+
 def test_a_live_card_named_to_a_box_where_the_hole_card_was_due_is_the_boxs() -> None:
     # a review: the box's card was taken as the dealer's hole card — the slip named lines
     # later as a draw on a total the table never had (a false dealer hand)

@@ -1141,6 +1141,27 @@ def test_card_duplicate_in_a_shoe(name: str) -> None:
     assert r.at("CARD_DUPLICATE") == [last]
 
 
+@pytest.mark.parametrize("name", ["gr-blackjack", "live-baccarat"])
+def test_a_copy_more_than_the_pack_holds_leaves_the_shoe_count_alone(name: str) -> None:
+    """A review's sweep: a card read twice (or a foreign copy) was CARD_DUPLICATE, and the
+    shoe's count of cards left went one card low: the cut card's place was then one off
+    (CUT_CARD_POSITION) in every exact-place profile. A copy beyond the pack's is no card of
+    it: the count of cards left does not move."""
+    t = Table(name).prepare()
+    t.bets()
+    left = t.in_shoe
+    x = next(c for c in t.stack[t.pos:] if c not in t.stack[:t.pos])
+    outs: list[Any] = []
+    for _ in range(t.decks):
+        outs += t.card(x)
+    assert t.in_shoe == left - t.decks and not codes_of(outs)
+    outs = t.send("card", card=x)  # one copy more than the decks hold
+    assert codes_of(outs) == ["CARD_DUPLICATE"]
+    assert t.in_shoe == left - t.decks
+    t.card()
+    assert t.in_shoe == left - t.decks - 1
+
+
 def test_card_duplicate_stud_single_deck() -> None:
     name = "gr-stud-poker"
     steps = day(name)
@@ -1468,6 +1489,9 @@ def test_unexpected_card_while_closed(name: str) -> None:
 @pytest.mark.parametrize("name", PROFILES)
 def test_unexpected_events_while_closed(name: str) -> None:
     r = Run.of(name)
+    r.feed({"type": "table_open", "table": "T1", "decks": prof(name).decks.max})
+    r.feed({"type": "table_close"})
+    r.feed_all([])
     for ev in ({"type": "shuffle"}, {"type": "bets_closed"}, {"type": "round_end"},
                {"type": "deck_check", "cards": ["AS"]}, {"type": "table_close"},
                {"type": "cut", "offset": 10}, {"type": "stub_count", "count": 3}):

@@ -175,8 +175,11 @@ def test_a_burn_too_long_is_one_deviation(name: str, over: int) -> None:
 
 
 def test_stray_events_of_different_kinds_are_two_findings() -> None:
-    """Two stray events while the table is closed: nothing groups them."""
+    """Two stray events while the table is closed (after its day): nothing groups them."""
     e = TableEngine(load_profile("gr-blackjack"))
+    e.handle(parse_event({"type": "table_open", "table": "T1", "decks": 6,
+                          "t": "2026-11-21T09:00:00Z"}))
+    e.handle(parse_event({"type": "table_close", "t": "2026-11-21T09:01:00Z"}))
     outs = e.handle(parse_event({"type": "shuffle", "t": "2026-11-21T10:00:00Z"}))
     outs += e.handle(parse_event({"type": "cut", "offset": 100, "t": "2026-11-21T10:00:01Z"}))
     assert len([o for o in outs if isinstance(o, Deviation)]) == 2, outs
@@ -367,6 +370,47 @@ def test_a_double_recorded_after_its_card_is_one_deviation(name: str) -> None:
     assert moved >= 30 and one >= 0.9 * moved, (one, moved)
 
 
+@pytest.mark.parametrize("name", ["gr-chemin-de-fer", "gr-baccarat-two-tableaux"])
+def test_bets_closed_missing_in_the_round_the_end_card_shows_in_is_one_deviation(
+        name: str) -> None:
+    """A review: the last round's bets_closed missing and the end card showing during it
+    (001 §2: that hand is finished) — its cards before the end card were
+    CARD_BEFORE_BETS_CLOSED, and the end card then read as coming before a round, so the
+    round's own cards after it were a critical PLAY_AFTER_LAST_HAND as well."""
+    tried = 0
+    for seed in range(12):
+        steps = day(name, seed)
+        for at in (i for i, s in enumerate(steps) if s.event["type"] == "cut_card"):
+            rnd = steps[at].round
+            cards = round_cards(steps, rnd)
+            if not cards or cards[0] > at or cards[-1] < at:
+                continue  # (the end card before the round's first card, or after it)
+            tried += 1
+            r = run(name, events(drop(steps, first(steps, "bets_closed", rnd=rnd))))
+            assert r.proc() == Counter({"CARD_BEFORE_BETS_CLOSED": 1}), (seed, r.codes())
+    assert tried >= 3
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_a_count_recorded_one_step_late_is_one_deviation(name: str) -> None:
+    """A review: the closing count written after table_close, or the opening count after
+    the first round's bets closed — CHECK_MISSING, then the count refused: two for one
+    slip. The count is taken as late (a note) and the pack judged as in place."""
+    steps = day(name)
+    closing = first(steps, "closing_check")
+    close = first(steps, "table_close")
+    r = run(name, events(move(steps, closing, close + 1)))
+    assert r.proc() == Counter({"CHECK_MISSING": 1}), r.codes()
+    assert r.notes("late_count") and r.state == "closed"
+    opening = first(steps, "opening_check")
+    r = run(name, events(move(steps, opening, round_cards(steps, 1)[0])))
+    assert r.proc() == Counter({"CHECK_MISSING": 1}), r.codes()
+    assert r.notes("late_count")
+    steps[closing].event["cards"] = steps[closing].event["cards"][1:]  # a card missing
+    r = run(name, events(move(steps, closing, close + 1)))
+    assert r.proc() == Counter({"CHECK_MISSING": 1, "DECK_INCOMPLETE": 1}), r.codes()
+
+
 def test_a_slip_that_repeats_after_a_slip_of_another_kind_is_grouped_too() -> None:
     """A review: the end card placed 11 from the back (CUT_CARD_POSITION) and then a hand
     dealt after it showed raised PLAY_AFTER_LAST_HAND for each of its cards — the grouping
@@ -483,18 +527,47 @@ def test_an_opening_count_made_after_the_shuffle_is_one_check_missing(name: str)
 
 
 def test_events_refused_while_the_table_is_closed_count_once_a_kind() -> None:
-    """A review dropped a day's table_open: every event of the day was its own
+    """A review played a day after the table's close: every event of it was its own
     UNEXPECTED_EVENT (up to 1,188). Now one per kind of event (a stray shuffle and a stray
     cut are still two: test_stray_events_of_different_kinds_are_two_findings), the rest
     consequence notes; the next table_open starts afresh."""
     for name in PROFILES:
         steps = day(name, 0, shoes=1)
         lost = events(drop(steps, first(steps, "table_open")))
-        r = run(name, [*lost, *events(steps)])
-        kinds = {e["type"] for e in lost}
+        r = run(name, [*events(steps), *lost, *events(steps)])
+        kinds = {e["type"] for e in lost}  # (its table_close too: the table is closed)
         assert r.codes() == Counter({"UNEXPECTED_EVENT": len(kinds)}), name
         assert len(r.notes("consequence")) == len(lost) - len(kinds)
         assert r.state == "closed"  # the real day after it, judged clean
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_a_day_whose_table_open_is_missing_is_judged(name: str) -> None:
+    """A review's sweep: the day's table_open dropped — every step then refused (one
+    UNEXPECTED_EVENT a kind), the table closed all day, and the day's real slips unseen.
+    The table is taken as opened at the first step (one UNEXPECTED_EVENT naming the missing
+    table_open), and the day is judged: a bets_closed missed later is still caught."""
+    steps = day(name, 0, shoes=1)
+    lost = drop(steps, first(steps, "table_open"))
+    r = run(name, events(lost))
+    assert r.codes() == Counter({"UNEXPECTED_EVENT": 1}), r.codes()
+    dev, = r.devs("UNEXPECTED_EVENT")
+    assert dev.evidence["missing"] == "table_open"
+    assert dev.evidence["decks"] == steps[0].event["decks"]
+    assert r.state == "closed" and r.engine.shoe >= 1
+    bets = first(lost, "bets_closed", rnd=3)
+    r = run(name, events(drop(lost, bets)))
+    assert r.proc()["CARD_BEFORE_BETS_CLOSED"] == 1, r.codes()
+    # a stray first step, then the day's own opening: the day starts again there
+    stray = {"type": "shuffle"} if not prof(name).inspection.opening_check else \
+        {"type": "deck_check", "cards": steps[1].event["cards"]}
+    r = run(name, [stray, *events(steps)])
+    assert r.codes() == Counter({"UNEXPECTED_EVENT": 1}), r.codes()
+    assert r.notes("late_table_open") and r.state == "closed"
+    # any other event before the first opening is a stray one, refused
+    r = run(name, [{"type": "card", "card": "AS"}, *events(steps)])
+    assert r.codes() == Counter({"UNEXPECTED_EVENT": 1}), r.codes()
+    assert not r.notes("late_table_open")
 
 
 @pytest.mark.parametrize("name", ["gr-blackjack", "live-baccarat"])

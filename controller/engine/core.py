@@ -53,7 +53,15 @@ from controller.engine.states import (
     STATE_DESCRIPTIONS,
     State,
 )
-from controller.events import DEVICE_INFO_EVENTS, Cut, DiscardsReturned, Event, RoundEnd
+from controller.events import (
+    DEVICE_INFO_EVENTS,
+    Cut,
+    DeckCheck,
+    DiscardsReturned,
+    Event,
+    RoundEnd,
+    TableOpen,
+)
 from controller.outputs import Note, Output, Prompt, Transition, consequence, transition
 from controller.profiles import Profile
 
@@ -180,13 +188,20 @@ class TableEngine(DeviceEvents):
         route = self._routes.get((event.type, before))
         if route is None:
             late = (self.late_return(event) if isinstance(event, DiscardsReturned)
-                    else self.late_cut(event) if isinstance(event, Cut) else None)
+                    else self.late_cut(event) if isinstance(event, Cut)
+                    else self.late_count(event) if isinstance(event, DeckCheck) else None)
             if late is not None:
                 return late
             if self.ends_open_round(event.type, event):
                 return self._round_left_open(event, before)
             if event.type == "round_end" and self._late_round_end():
                 return [self._late_round_end_note()]
+            if before == CLOSED and not self._opened and (
+                    event.type == "deck_check" or (event.type == "shuffle"
+                                                   and not self.profile.inspection.opening_check)):
+                return self._open_implied(event)
+            if isinstance(event, TableOpen) and self._open_was_implied:
+                return self._open_late(event, before)
             if before == CLOSED:
                 return self._refused_while_closed(event)
             return [self._unexpected(event)]
@@ -206,11 +221,54 @@ class TableEngine(DeviceEvents):
         out.append(self.prompt())
         return out
 
+    def _open_implied(self, event: Event) -> list[Output]:
+        """A day's first step — its opening count (or its first shuffle, where the profile
+        counts no pack at the opening) — before the table was ever opened: the stream's
+        ``table_open`` is missing. One ``UNEXPECTED_EVENT`` naming it, and the table taken
+        as opened there — with the decks the count holds, or the profile's most — so that
+        the day is judged: refused, every step of it was (one deviation per kind, the
+        day's every slip unseen: a review's sweep). Any other event before the first open
+        is refused as a stray one; a table closed after its day refuses what follows, as
+        before (:meth:`_refused_while_closed`); a ``table_open`` after an implied one
+        starts the day again (:meth:`_open_late`)."""
+        decks = self.profile.decks
+        n = decks.max
+        if isinstance(event, DeckCheck) and event.cards:
+            n = min(max(round(len(event.cards) / 52), decks.min, 1), max(decks.max, 1))
+        out: list[Output] = [self._make(
+            "UNEXPECTED_EVENT", f"{event.type} before the table was opened: its table_open is "
+            f"missing; taken as opened here with {n} deck(s)", event=event.type,
+            state=CLOSED.value, missing="table_open", decks=n)]
+        implied = self._dispatch(TableOpen(table="", decks=n, t=event.t))
+        self._open_was_implied = True
+        for o in (*implied, *self._dispatch(event)):
+            if not isinstance(o, Transition | Prompt):
+                out.append(o)
+        out.append(transition(CLOSED.value, self._state, event.type))
+        out.append(self.prompt())
+        return out
+
+    def _open_late(self, event: TableOpen, before: str) -> list[Output]:
+        """The ``table_open`` after a day taken as opened without it (:meth:`_open_implied`):
+        the day starts again here, as that opening says (its table, decks and lots) — the
+        steps before it were a stray count or shuffle, or the day's own, recorded before
+        its opening (the missing opening was flagged once; a note here)."""
+        self._state = CLOSED.value
+        out: list[Output] = [Note("late_table_open", "table_open after the table was taken as "
+                                  "opened: the day starts again here", {"state": before})]
+        for o in self._dispatch(event):
+            if not isinstance(o, Transition | Prompt):
+                out.append(o)
+        out.append(transition(before, self._state, event.type))
+        out.append(self.prompt())
+        return out
+
     def _refused_while_closed(self, event: Event) -> list[Output]:
         """An event refused while the table is closed: the first of its kind is an
         ``UNEXPECTED_EVENT``, a later one a ``consequence`` note. A day whose
         ``table_open`` was lost raised one deviation per event (over a thousand); now one per
         kind of event (a stray shuffle and a stray cut are still two)."""
+        self._count_owed = False  # (a count after this is no closing count recorded late)
         dev = self._unexpected(event)
         if event.type not in self._closed_refused:
             self._closed_refused.add(event.type)

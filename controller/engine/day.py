@@ -55,6 +55,10 @@ class DayState:
         self.sabot_rotation_k = sabot_rotation_k
         self._openings = openings_from(sabot_history)
         self._orphaned: list[Output] = []  # (see _end_shoe)
+        #: a table_open was read (TableEngine._open_implied: the first day's open missing)
+        self._opened = False
+        #: the day was taken as opened without its table_open (TableEngine._open_implied)
+        self._open_was_implied = False
         self.last_t: str | None = None  # the latest event time read (TableEngine.handle)
         #: paper lots (id, first use) in play when a table closed (destroyed then: 000 §1,
         #: 001 BP §1, 003 §1), where the profile's ``paper_until_close`` says so
@@ -172,6 +176,8 @@ class DayState:
         self._counted_pack: int | None = None
         #: the kinds of event refused while the table was closed (after this day's close)
         self._closed_refused: set[str] = set()
+        #: the closing count was flagged missing at the close (TableEngine.late_count)
+        self._count_owed = False
         #: (shoe, round, state) after a round was ended where its round_end was missing
         #: (TableEngine._round_left_open): a round_end that comes next, nothing moved since,
         #: is that one, late (TableEngine._late_round_end)

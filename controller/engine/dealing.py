@@ -112,17 +112,25 @@ class Dealing(Preparation):
         times = seen[card] + 1  # (a card's hash is a Python call: taken twice, not thrice)
         seen[card] = times
         shoe.out_since_return += 1
-        if shoe.in_shoe > 0:
-            shoe.in_shoe -= 1
         decks = self.decks
-        if times > decks and times > decks + self._extra_cards[card]:
-            scope = ("since the discards last went back" if self.profile.shuffler_mode
-                     else "in this shoe")
-            out.append(self._make(
-                "CARD_DUPLICATE",
-                f"{card} seen {times} times {scope}; {decks} deck(s) hold "
-                f"{decks}: a foreign card is in play",
-                card=str(card), seen=times, decks=decks))
+        if times <= decks:
+            if shoe.in_shoe > 0:
+                shoe.in_shoe -= 1
+        elif times > shoe.pack_size // 52:
+            # a copy more than the pack holds: not one of its cards, so the shoe holds as
+            # many as before — the cut card's place is still measured right (a review: a
+            # card read twice was CARD_DUPLICATE and a CUT_CARD_POSITION one card off). A
+            # copy the last count found surplus is that count's slip (DECK_EXTRA_CARD)
+            if times > decks + self._extra_cards[card]:
+                scope = ("since the discards last went back" if self.profile.shuffler_mode
+                         else "in this shoe")
+                out.append(self._make(
+                    "CARD_DUPLICATE",
+                    f"{card} seen {times} times {scope}; {decks} deck(s) hold "
+                    f"{decks}: a foreign card is in play",
+                    card=str(card), seen=times, decks=decks))
+        elif shoe.in_shoe > 0:  # (a pack counted whole decks more: one of its cards)
+            shoe.in_shoe -= 1
         screen = self._screen
         if screen is not None:  # ShuffleScreen.card, in line (the screen's cost per card)
             pending = screen.pending
@@ -284,6 +292,15 @@ class Dealing(Preparation):
             out.append(Note("last_hand", f"cut card out: round {self.round} is the last "
                             "hand of the shoe", {"round": self.round}))
             return LAST_ROUND
+        if no_round and self._shoe.early_cards:
+            # cards of a round were read before its bets closed (CARD_BEFORE_BETS_CLOSED
+            # then): the end card showed during that round, which is finished and is the
+            # last (001 §2) — not the end card before a round, with the round's own cards
+            # after it a critical PLAY_AFTER_LAST_HAND (a review)
+            self._shoe.next_round_last = True
+            out.append(Note("last_hand", "cut card out during a round dealt before its bets "
+                            "closed: that round is the last", {"round": self.round + 1}))
+            return None
         if no_round:
             out.append(Note("last_hand", "cut card out: no further round in this shoe", {}))
             self._finish_shoe()

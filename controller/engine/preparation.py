@@ -27,6 +27,7 @@ from controller.engine.states import (
     OPENING_CHECK,
     READY,
     RETURN_DISCARDS,
+    ROUND,
     SHOE_COMPLETE,
     SHUFFLE,
     SUSPENDED,
@@ -210,6 +211,8 @@ class Preparation(DayState):
 
     def _on_table_open(self, e: TableOpen, out: list[Output]) -> State | None:
         self._reset_day()
+        self._opened = True
+        self._open_was_implied = False
         self.table = e.table
         self.decks = e.decks
         self.sabot = e.sabot
@@ -326,6 +329,27 @@ class Preparation(DayState):
             return READY
         return CUT_CARD if self.profile.has_cut_card else LOAD
 
+    def late_count(self, e: DeckCheck) -> list[Output] | None:
+        """A count read right after the step that flagged it missing — the closing count
+        after the table's close, the opening count once the first round's bets closed
+        (CHECK_MISSING there; no card of the round out): that count, late — a note, the pack
+        judged as in place — not refused as well (a review: two deviations for one late
+        count). None when ``e`` is not that."""
+        owed, self._count_owed = self._count_owed, False
+        closing = owed and self.state == CLOSED
+        opening = (self.state == ROUND and self.profile.inspection.opening_check
+                   and not self._counted and self.shoe <= 1 and self.round == 1
+                   and not self._shoe.round_cards and self._shoe.rounds == 1)
+        if not (closing or opening):
+            return None
+        out: list[Output] = [Note("late_count", "the pack counted after the step that flagged "
+                                  "the count missing (CHECK_MISSING above): taken as "
+                                  + ("the closing count" if closing else "the opening count"),
+                                  {"state": self.state})]
+        self._extra_cards = check_composition(e, self.decks, self._make, out)
+        self._counted = True
+        return out
+
     def late_cut(self, e: Cut) -> list[Output] | None:
         """A cut read after the step that flagged it missing (``CUT_MISSING``: the cut card
         placed, the load, the bets — the same shoe), before any card left the shoe: that
@@ -413,6 +437,7 @@ class Preparation(DayState):
         if self.profile.inspection.closing_check and not self.checked_since_shoe:
             out.append(self._make("CHECK_MISSING", "table closed without counting the pack "
                                   "after the last shoe", step="table_close"))
+            self._count_owed = True
         if self.profile.deck_lifecycle.paper_until_close:
             self._paper_closed.update((lot.id, lot.first_use) for lot in self.lots
                                       if lot.kind == "paper")

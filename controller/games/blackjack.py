@@ -176,6 +176,8 @@ class BlackjackReferee(CardLedger):
         self.slot_i = 0
         self.initial_done = False
         self.out_of_order = False  # DEAL_ORDER raised in this round's initial deal (once)
+        #: a decision refused with the initial deal short (the later ones: notes)
+        self.deal_short_flagged = False
         self.drew_early = False  # the dealer's draw before a player had decided (once)
         #: hands owed a card that a card named to the dealer went past, and that card: the
         #: verdict waits for the next step (:meth:`_owed_verdict`)
@@ -300,8 +302,11 @@ class BlackjackReferee(CardLedger):
             # (the live hole card alone due ended the deal above: _hole_skipped)
             due = self.slots[self.slot_i] if self.slot_i < len(self.slots) else None
             what = "" if due is None else f": {self._name(due)}'s card of it is still due"
-            out.append(self._not_allowed(action, None,
-                                         f"the initial deal is not complete{what}"))
+            dev = self._not_allowed(action, None, f"the initial deal is not complete{what}")
+            # every decision after the first, with the deal still short, is the same slip
+            # (a card of the deal not read): a note (a review's sweep: 2–3 a round)
+            out.append(consequence(dev, dev.code) if self.deal_short_flagged else dev)
+            self.deal_short_flagged = True
         elif action in ("accept", "decline"):
             out += self._offer_answer(action)
         else:
