@@ -85,6 +85,12 @@ class CardLedger:
         engine then takes the round as still being dealt."""
         return False
 
+    def dealing(self) -> bool:
+        """Is the round's first deal certainly not over (fewer cards than any round of the
+        game holds)? False where the game cannot say: a ``round_end`` now is then taken as
+        this round's."""
+        return False
+
     def end(self) -> list[Output]:
         data: dict[str, Any] = {
             "round": self.round_no,

@@ -292,6 +292,25 @@ def test_a_round_end_one_step_late_is_one_deviation(name: str) -> None:
         assert r.engine.state == "closed"
 
 
+@pytest.mark.parametrize("name", [p for p in PROFILES if not prof(p).shuffler_mode
+                                  and not prof(p).shuffle.every_round])
+def test_a_round_end_after_the_next_rounds_first_card_is_one_deviation(name: str) -> None:
+    """A review's sweep: a round_end written after the next bets_closed and the next round's
+    first card ended that round after one card, and its next card was a critical
+    CARD_BEFORE_BETS_CLOSED: three. A round_end while the round the bets_closed opened is
+    still in its first deal (the referee says so) is the last round's, late: one."""
+    steps = day(name)
+    ones = tried = 0
+    for rnd in range(2, 14):
+        end = first(steps, "round_end", rnd=rnd)
+        if [s.event["type"] for s in steps[end + 1:end + 3]] != ["bets_closed", "card"]:
+            continue
+        tried += 1
+        r = run(name, events(move(steps, end, end + 3)))
+        ones += sum(r.codes().values()) == 1
+    assert tried >= 8 and ones >= tried - 1, (ones, tried)
+
+
 @pytest.mark.parametrize("name", SHUFFLER_PROFILES)
 def test_the_discards_of_a_round_after_the_start_burn_end_it(name: str) -> None:
     """A review: round 1's round_end missing (the first round after the start burn), then
@@ -342,6 +361,12 @@ def test_a_cut_recorded_one_step_late_is_one_deviation(name: str) -> None:
     r = run(name, events(move(steps, cut, cut + 2)))
     assert r.proc() == Counter({"CUT_MISSING": 1}), r.codes()
     assert [n.data["offset"] for n in r.notes("late_cut")] == [steps[cut].event["offset"]]
+    if steps[cut + 2].event["type"] == "shoe_loaded":  # after the load too, no card out:
+        # still this shoe's (it was a new shoe's where the load leads to the bets, a review:
+        # SHUFFLE_MISSING and CUT_CARD_MISSING as well)
+        r = run(name, events(move(steps, cut, cut + 3)))
+        assert r.proc() == Counter({"CUT_MISSING": 1}), r.codes()
+        assert r.notes("late_cut")
     steps[cut].event["offset"] = 0  # too shallow: judged as a cut in place would be
     r = run(name, events(move(steps, cut, cut + 2)))
     assert r.codes() == Counter({"CUT_MISSING": 1, "CUT_TOO_SHALLOW": 1})

@@ -243,13 +243,16 @@ class DayState:
 
     def _late_round_end(self) -> bool:
         """Is a ``round_end`` the one whose absence :meth:`_round_left_open` flagged, come
-        one step late — nothing since moved the table (the same shoe, round and state) and
-        no card of a round opened since was dealt? (A review: it ended the round the next
-        ``bets_closed`` had just opened, and that round's first card was a critical
+        late — nothing since moved the table (the same shoe, round and state) and the round
+        opened since has no card yet, or not all of its first deal (the game's referee says
+        so: no round of it ends there)? (A review: it ended the round the next
+        ``bets_closed`` had just opened, and that round's next card was a critical
         ``CARD_BEFORE_BETS_CLOSED``.)"""
         left = self._left_open
         self._left_open = None
-        return left == (self.shoe, self.round, self._state) and not self._shoe.round_cards
+        shoe = self._shoe
+        return left == (self.shoe, self.round, self._state) and (
+            not shoe.round_cards or (shoe.aside is None and shoe.referee.dealing()))
 
     def _late_round_end_note(self) -> Note:
         return Note("late_round_end", "round_end after the next step: the last round's, whose "

@@ -94,8 +94,9 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         ("deck_check", only(CUT, CUT_CARD, LOAD, BURN, READY), [None]),
         ("shuffle", only(OPENING_CHECK, SHUFFLE, CUT, CUT_CARD, LOAD, SHOE_COMPLETE,
                          CLOSING_CHECK, SUSPENDED, *between), only(CUT)),
+        # (None: this shoe's own cut, flagged missing, read late: Preparation.late_cut)
         ("cut", only(CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK,
-                     *between), after_cut),
+                     *between), [None, *after_cut]),
         ("bets_closed", only(READY, BURN, RETURN_DISCARDS, SHOE_COMPLETE, SUSPENDED,
                              CLOSING_CHECK, *pre_play), only(ROUND, LAST_ROUND)),
         ("card", only(BURN), [None, *only(READY)]),

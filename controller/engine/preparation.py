@@ -315,6 +315,10 @@ class Preparation(DayState):
         if e.offset > size:
             raise Refused(f"offset {e.offset} is more than the {size} cards of the pack")
         if self.state in (READY, RETURN_DISCARDS):
+            late = self.late_cut(e)
+            if late is not None:  # (this shoe's own cut, flagged missing: not a new shoe —
+                out.extend(late)  # a review: SHUFFLE_MISSING and CUT_CARD_MISSING as well)
+                return None
             if self._shoe.machine_shuffle:
                 self._new_block(out)
             else:

@@ -253,6 +253,12 @@ class BaccaratReferee(CardLedger):
             return self._option(side, STAND, recorded=True)
         return []
 
+    def dealing(self) -> bool:
+        """Fewer than the four cards every hand deals (a burned exposed card aside)."""
+        if self.tableau == "none":
+            return sum(c.why != "exposed" or c.to != "burn" for c in self.cards) < 4
+        return not self._dealt_four()
+
     def complete(self) -> bool:
         """No card is due: the four are dealt and each side has drawn or stood as the
         tableau says (a natural ends the hand). A side whose rule leaves it an option (chemin

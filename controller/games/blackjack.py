@@ -402,6 +402,10 @@ class BlackjackReferee(CardLedger):
         out.append(self._note())
         return out
 
+    def dealing(self) -> bool:
+        """The initial deal is not complete (the boxes named at the bets)."""
+        return self.active and not self.initial_done
+
     def complete(self) -> bool:
         """No card is due, whatever the players do: every hand is finished (stood, bust, 21,
         its double's card, split aces closed) and the dealer stands — 17 or more on two
