@@ -1162,6 +1162,30 @@ def test_a_copy_more_than_the_pack_holds_leaves_the_shoe_count_alone(name: str) 
     assert t.in_shoe == left - t.decks - 1
 
 
+@pytest.mark.parametrize("name", ["gr-banco-punto", "live-baccarat", "gr-chemin-de-fer"])
+@pytest.mark.parametrize("how", ["read twice", "misread"])
+def test_a_duplicate_early_in_the_shoe_leaves_the_cut_card_in_its_place(
+        name: str, how: str) -> None:
+    """The cut card's place is exact in these profiles (001 BP §8, 002 §2 3.3, 001 §2). A
+    copy beyond the pack's read early in the shoe — a card read twice (an extra card
+    event), or a card misread as one whose copies were all out — is CARD_DUPLICATE, and the
+    cut card is still where it belongs under one reading or the other: no second slip."""
+    steps = day(name)
+    decks = steps[0].event["decks"]
+    shoe1 = [i for i, s in enumerate(steps) if s.event["type"] == "card" and s.shoe == 1]
+    count = Counter(steps[i].event["card"] for i in shoe1)
+    full = sorted(c for c, n in count.items() if n == decks)
+    at = next(i for i in shoe1[len(shoe1) // 2:]
+              if steps[i].event["card"] not in full and steps[i].phase == "deal")
+    if how == "read twice":  # (an extra event: no card of the pack)
+        mutated = insert(steps, at + 1, {"type": "card", "card": full[0]})
+    else:  # (a card of the pack, read as another face)
+        steps[at].event["card"] = full[0]
+        mutated = steps
+    r = run(name, events(mutated))
+    assert r.proc() == Counter({"CARD_DUPLICATE": 1}), r.codes()
+
+
 def test_card_duplicate_stud_single_deck() -> None:
     name = "gr-stud-poker"
     steps = day(name)

@@ -121,6 +121,7 @@ class Dealing(Preparation):
             # many as before — the cut card's place is still measured right (a review: a
             # card read twice was CARD_DUPLICATE and a CUT_CARD_POSITION one card off). A
             # copy the last count found surplus is that count's slip (DECK_EXTRA_CARD)
+            shoe.foreign_copies += 1
             if times > decks + self._extra_cards[card]:
                 scope = ("since the discards last went back" if self.profile.shuffler_mode
                          else "in this shoe")
@@ -256,6 +257,17 @@ class Dealing(Preparation):
             found: list[Output] = []
             check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
                                   found)
+            foreign = self._shoe.foreign_copies
+            if found and foreign:
+                # the copies read beyond the pack's (CARD_DUPLICATE) were taken as no cards
+                # of it — a card read twice; if they were misread cards of it, the shoe
+                # holds that many fewer: where either reading puts the cut card in its
+                # place, it is (the duplicate is the slip, flagged already)
+                again: list[Output] = []
+                check_cut_card_window(self.profile, self._shoe.in_shoe - foreign,
+                                      "came out", self._make, again)
+                if not again:
+                    found = []
             declared, window = self._shoe.declared_behind, self.profile.cut_card.window()
             came = self._shoe.in_shoe
             if found and declared is not None and window is not None and (

@@ -63,6 +63,8 @@ class Shoe:
     rounds: int = 0
     round_cards: int = 0
     seen: Counter[Card] = field(default_factory=Counter)
+    #: copies read beyond the pack's (CARD_DUPLICATE): not counted out of the shoe
+    foreign_copies: int = 0
     out_since_return: int = 0
     burned_since_return: int = 0  # of those, burned (a profile may keep them out)
     #: of those, drawn after the burn was complete (BURN_COUNT): a burn too many, or the
