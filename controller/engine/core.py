@@ -45,11 +45,13 @@ from controller.engine.states import (
     CLOSED,
     DEVICE_FAULT,
     LAST_ROUND,
+    OPENING_CHECK,
     PLAY_EVENTS,
     READY,
     RETURN_DISCARDS,
     ROUND,
     SHOE_COMPLETE,
+    SHUFFLE,
     STATE_DESCRIPTIONS,
     State,
 )
@@ -194,13 +196,16 @@ class TableEngine(DeviceEvents):
                 return late
             if self.ends_open_round(event.type, event):
                 return self._round_left_open(event, before)
+            if event.type == "round_end" and self._burn_read is not None:
+                late = self.late_change_burn()
+                if late is not None:
+                    return late
             if event.type == "round_end" and self._late_round_end():
                 return [self._late_round_end_note()]
-            if before == CLOSED and not self._opened and (
-                    event.type == "deck_check" or (event.type == "shuffle"
-                                                   and not self.profile.inspection.opening_check)):
+            if before == CLOSED and self._opens_a_day(event):
                 return self._open_implied(event)
-            if isinstance(event, TableOpen) and self._open_was_implied:
+            if isinstance(event, TableOpen) and self._open_was_implied \
+                    and not (self._shoe.dealt or self._shoe.burned or self.round):
                 return self._open_late(event, before)
             if before == CLOSED:
                 return self._refused_while_closed(event)
@@ -221,16 +226,26 @@ class TableEngine(DeviceEvents):
         out.append(self.prompt())
         return out
 
+    def _opens_a_day(self, event: Event) -> bool:
+        """Is ``event``, refused while the table is closed, the first step of a day whose
+        ``table_open`` is missing: a count of about a whole pack (nine in ten of the
+        smallest pack's cards or more: a few cards counted are a stray count), or the first
+        shuffle where the profile counts no pack at the opening? (After a close, a count
+        is first taken as that day's closing count recorded late, :meth:`late_count`.)"""
+        if isinstance(event, DeckCheck):
+            return len(event.cards) * 10 >= 9 * 52 * self.profile.decks.min
+        return event.type == "shuffle" and not self.profile.inspection.opening_check
+
     def _open_implied(self, event: Event) -> list[Output]:
         """A day's first step — its opening count (or its first shuffle, where the profile
         counts no pack at the opening) — before the table was ever opened: the stream's
         ``table_open`` is missing. One ``UNEXPECTED_EVENT`` naming it, and the table taken
         as opened there — with the decks the count holds, or the profile's most — so that
         the day is judged: refused, every step of it was (one deviation per kind, the
-        day's every slip unseen: a review's sweep). Any other event before the first open
-        is refused as a stray one; a table closed after its day refuses what follows, as
-        before (:meth:`_refused_while_closed`); a ``table_open`` after an implied one
-        starts the day again (:meth:`_open_late`)."""
+        day's every slip unseen: a review's sweep) — on the first day and after a close
+        alike. Any other event while the table is closed is refused as a stray one
+        (:meth:`_refused_while_closed`); a ``table_open`` after an implied one, before any
+        card, starts the day again (:meth:`_open_late`)."""
         decks = self.profile.decks
         n = decks.max
         if isinstance(event, DeckCheck) and event.cards:
@@ -241,6 +256,7 @@ class TableEngine(DeviceEvents):
             state=CLOSED.value, missing="table_open", decks=n)]
         implied = self._dispatch(TableOpen(table="", decks=n, t=event.t))
         self._open_was_implied = True
+        self._implied_by = event
         for o in (*implied, *self._dispatch(event)):
             if not isinstance(o, Transition | Prompt):
                 out.append(o)
@@ -249,16 +265,27 @@ class TableEngine(DeviceEvents):
         return out
 
     def _open_late(self, event: TableOpen, before: str) -> list[Output]:
-        """The ``table_open`` after a day taken as opened without it (:meth:`_open_implied`):
-        the day starts again here, as that opening says (its table, decks and lots) — the
-        steps before it were a stray count or shuffle, or the day's own, recorded before
-        its opening (the missing opening was flagged once; a note here)."""
+        """The ``table_open`` after a day taken as opened without it (:meth:`_open_implied`),
+        before any card of it: the day starts again here, as that opening says (its table,
+        decks and lots) — the missing opening was flagged once; a note here. A count that
+        opened the day implied, with nothing after it, is the day's opening count recorded
+        before its opening: applied again, its findings notes (they were raised); anything
+        else before was a stray step. (Once a card is out, a table_open is refused, as in
+        any open day: a review — a stray one restarted a day mid-round.)"""
+        implied_by = self._implied_by
         self._state = CLOSED.value
         out: list[Output] = [Note("late_table_open", "table_open after the table was taken as "
                                   "opened: the day starts again here", {"state": before})]
         for o in self._dispatch(event):
             if not isinstance(o, Transition | Prompt):
                 out.append(o)
+        if isinstance(implied_by, DeckCheck) and before == SHUFFLE.value \
+                and self._state == OPENING_CHECK.value:
+            for o in self._dispatch(implied_by):
+                if isinstance(o, Deviation):
+                    out.append(consequence(o, o.code))
+                elif not isinstance(o, Transition | Prompt):
+                    out.append(o)
         out.append(transition(before, self._state, event.type))
         out.append(self.prompt())
         return out
@@ -338,6 +365,7 @@ class TableEngine(DeviceEvents):
         "no-round"``) had nothing to end: a note. Any other is one ``UNEXPECTED_EVENT``
         naming the missing ``round_end``, and the round is judged as its ``round_end``
         would judge it."""
+        self._left_open = None  # (the round_end dispatched below is not a late one: a review)
         shoe = self._shoe
         out: list[Output] = []
         if shoe.void_round and shoe.round_cards == 0:

@@ -55,10 +55,9 @@ class DayState:
         self.sabot_rotation_k = sabot_rotation_k
         self._openings = openings_from(sabot_history)
         self._orphaned: list[Output] = []  # (see _end_shoe)
-        #: a table_open was read (TableEngine._open_implied: the first day's open missing)
-        self._opened = False
         #: the day was taken as opened without its table_open (TableEngine._open_implied)
         self._open_was_implied = False
+        self._implied_by: Event | None = None  # (the event that opened it)
         self.last_t: str | None = None  # the latest event time read (TableEngine.handle)
         #: paper lots (id, first use) in play when a table closed (destroyed then: 000 §1,
         #: 001 BP §1, 003 §1), where the profile's ``paper_until_close`` says so
@@ -182,6 +181,9 @@ class DayState:
         #: (TableEngine._round_left_open): a round_end that comes next, nothing moved since,
         #: is that one, late (TableEngine._late_round_end)
         self._left_open: tuple[int, int, str] | None = None
+        #: (shoe, round, burned) after a card taken as a dealer change's burn, the round
+        #: complete and its round_end missing (TableEngine.late_change_burn)
+        self._burn_read: tuple[int, int, int] | None = None
         self.checked_since_shoe = False
         self.shoe = 0
         self.round = 0

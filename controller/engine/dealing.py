@@ -43,7 +43,7 @@ from controller.events import (
     RoundEnd,
     StubCount,
 )
-from controller.outputs import Note, Output, consequence
+from controller.outputs import Note, Output, consequence, transition
 from controller.rounds import CardLedger
 
 #: the states before the stack is loaded: a card read there implies the load
@@ -165,12 +165,14 @@ class Dealing(Preparation):
             return None
         if state in (ROUND, LAST_ROUND):
             if shoe.change_burn_pending and state == ROUND and shoe.aside is None \
-                    and shoe.referee.complete():
+                    and not e.to_a_hand and shoe.referee.complete():
                 # a dealer change during the round owes a burn at its end (004 §3.8): a card
-                # after the round's last one, with no round_end, is that burn — the
-                # round_end is missing (a review: read as the dealer's draw on 18, then
-                # the burn short: three deviations for one missing round_end)
+                # after the round's last one, named to no hand, with no round_end, is that
+                # burn — the round_end is missing (a review: read as the dealer's draw on 18,
+                # then the burn short: three deviations for one missing round_end). A
+                # round_end right after it says otherwise (late_change_burn)
                 out.extend(self._round_left_open(e, state))
+                self._burn_read = (self.shoe, self.round, shoe.burned)
                 return None
             shoe.dealt += 1
             shoe.round_cards += 1
@@ -412,6 +414,28 @@ class Dealing(Preparation):
         if self._shoe.change_burn_pending:
             return BURN
         return READY
+
+    def late_change_burn(self) -> list[Output] | None:
+        """A ``round_end`` right after the card taken as a dealer change's burn (the round
+        complete, no round_end: above): the round had not ended — that card was the
+        dealer's (drawn in error: the round's UNEXPECTED_EVENT stands for the slip, one), and
+        the change's burn is still owed: it starts again (a review: the real burn card after
+        the round_end was then BURN_COUNT, a second deviation). None when not that."""
+        read, self._burn_read = self._burn_read, None
+        shoe = self._shoe
+        if read != (self.shoe, self.round, shoe.burned) or self.state != READY \
+                or not shoe.burn_just_finished or shoe.burn_reason != "dealer_change":
+            return None
+        shoe.burned -= 1  # (a card of the round, not a burn)
+        shoe.burned_since_return -= 1
+        shoe.dealt += 1
+        shoe.burn_just_finished = False
+        self._start_burn([], "dealer_change", "count", self.profile.burn.on_dealer_change)
+        self._state = BURN.value
+        return [Note("late_round_end", "round_end after the card taken as the dealer change's "
+                     "burn: that card was the round's; the burn is still owed",
+                     {"round": self.round}),
+                transition(READY.value, BURN.value, "round_end"), self.prompt()]
 
     def late_return(self, e: DiscardsReturned) -> list[Output] | None:
         """The last round's discards going back during the round whose bets closed before

@@ -211,7 +211,6 @@ class Preparation(DayState):
 
     def _on_table_open(self, e: TableOpen, out: list[Output]) -> State | None:
         self._reset_day()
-        self._opened = True
         self._open_was_implied = False
         self.table = e.table
         self.decks = e.decks
