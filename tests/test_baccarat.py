@@ -707,7 +707,9 @@ def test_correct_chemin_days_with_the_banks_3_4_an_option_have_no_deviation(seed
 
 def test_engine_flags_a_mutated_day_once_in_its_round() -> None:
     """A correct day with one Banco draw removed: one DRAW_RULE, in that round's round_end
-    (the card missing from the stream also moves the measured cut card by one)."""
+    (the card missing from the stream also moves the measured cut card by one: a round
+    short of a card may have had it drawn unread, and the cut card is in its place under
+    that reading — not a second deviation)."""
     steps = table_day(prof("gr-banco-punto"), 5)
     thirds = [i for i, s in enumerate(steps) if s.phase == "third"]
     i = next(i for i in thirds if steps[i + 1].event["type"] == "round_end"
@@ -715,7 +717,7 @@ def test_engine_flags_a_mutated_day_once_in_its_round() -> None:
     rnd = steps[i].round
     mutated = [s.event for j, s in enumerate(steps) if j != i]
     r = Run.of("gr-banco-punto").feed_all(mutated)
-    assert r.codes() == Counter({"DRAW_RULE": 1, "CUT_CARD_POSITION": 1}), r.codes()
+    assert r.codes() == Counter({"DRAW_RULE": 1}), r.codes()
     (dev,) = r.devs("DRAW_RULE")
     assert dev.evidence["round"] == rnd and dev.evidence["side"] == "banco"
     assert r.sent[r.at("DRAW_RULE")[0]]["type"] == "round_end"

@@ -166,6 +166,12 @@ def check_cut(offset: int, size: int, need: int, make: DeviationFactory,
             min_each_side=need))
 
 
+def window_holds(profile: Profile, positions: Iterable[int]) -> bool:
+    """Does the profile's cut-card window hold any of ``positions``?"""
+    window = profile.cut_card.window()
+    return window is not None and any(window[0] <= p <= window[1] for p in positions)
+
+
 def check_cut_card_window(profile: Profile, position: int, how: str, make: DeviationFactory,
                           out: list[Output]) -> None:
     """The cut card sits within the profile's window (``how``: placed, or came out)."""

@@ -215,6 +215,8 @@ class DayState:
 
     def _make(self, code: DeviationCode, message: str, **evidence: Any) -> Deviation:
         spec = CATALOG[code]
+        if code in _SHORT_OF_A_CARD and _short_of_a_card(code, evidence):
+            self._shoe.short_rounds.add(self.round)
         return Deviation(code, spec.severity, message, self.profile.rule(spec.section), evidence)
 
     def _suspect(self, finding: Finding) -> Deviation:
@@ -265,6 +267,21 @@ class DayState:
         """The open round ended where its ``round_end`` is missing, then ``event`` applied
         (the dispatcher's: ``TableEngine._round_left_open``)."""
         raise NotImplementedError
+
+
+_SHORT_OF_A_CARD = frozenset({"DRAW_RULE", "DEALER_DRAW_RULE", "HAND_CARD_MISSING"})
+
+
+def _short_of_a_card(code: str, evidence: dict[str, Any]) -> bool:
+    """Does a referee's deviation say the round was short of a card — one the rules wanted
+    that may have left the shoe without being read? (baccarat: a side stood where it must
+    draw, or the deal or a draw incomplete; blackjack: the dealer stood short of 17, a hand
+    without its double's or split's card)"""
+    if code == "DRAW_RULE":
+        return evidence.get("problem") in ("stood", "missing", "deal-incomplete")
+    if code == "DEALER_DRAW_RULE":
+        return evidence.get("drew") is False
+    return True
 
 
 def screen_settings(rule: ShuffleScreenRule) -> ScreenSettings:

@@ -13,7 +13,7 @@ from typing import Any
 
 from controller.cards import NEW_DECK, burn_value, parse_card
 from controller.deviations import Deviation
-from controller.engine.checks import check_cut_card_window
+from controller.engine.checks import check_cut_card_window, window_holds
 from controller.engine.day import Refused
 from controller.engine.preparation import Preparation
 from controller.engine.states import (
@@ -259,17 +259,19 @@ class Dealing(Preparation):
             found: list[Output] = []
             check_cut_card_window(self.profile, self._shoe.in_shoe, "came out", self._make,
                                   found)
-            foreign = self._shoe.foreign_copies
-            if found and foreign:
-                # the copies read beyond the pack's (CARD_DUPLICATE) were taken as no cards
-                # of it — a card read twice; if they were misread cards of it, the shoe
-                # holds that many fewer: where either reading puts the cut card in its
-                # place, it is (the duplicate is the slip, flagged already)
-                again: list[Output] = []
-                check_cut_card_window(self.profile, self._shoe.in_shoe - foreign,
-                                      "came out", self._make, again)
-                if not again:
-                    found = []
+            shoe = self._shoe
+            unsure = shoe.foreign_copies + min(1, len(shoe.short_rounds))
+            if found and unsure and window_holds(self.profile, range(
+                    shoe.in_shoe - unsure, shoe.in_shoe)):
+                # the cards the shoe still holds may be fewer than counted, by a card a
+                # round: the copies read beyond the pack's (CARD_DUPLICATE) were taken as no
+                # cards of it — read twice — and may have been misread cards of it; a round
+                # the referee found short of a card (a draw the rule wanted, a hand's card)
+                # may have had it drawn and not read (one card for all such rounds: a cut
+                # card off by more is still flagged). Where such a reading puts the cut card
+                # in its place, it is: those slips are flagged already (a review's sweep:
+                # a card not read was the round's slip and a CUT_CARD_POSITION one off)
+                found = []
             declared, window = self._shoe.declared_behind, self.profile.cut_card.window()
             came = self._shoe.in_shoe
             if found and declared is not None and window is not None and (

@@ -65,6 +65,9 @@ class Shoe:
     seen: Counter[Card] = field(default_factory=Counter)
     #: copies read beyond the pack's (CARD_DUPLICATE): not counted out of the shoe
     foreign_copies: int = 0
+    #: rounds the referee found short of a card (a draw the rule wanted, a hand's card): it
+    #: may have left the shoe unread (DayState._make)
+    short_rounds: set[int] = field(default_factory=set)
     out_since_return: int = 0
     burned_since_return: int = 0  # of those, burned (a profile may keep them out)
     #: of those, drawn after the burn was complete (BURN_COUNT): a burn too many, or the
