@@ -1217,6 +1217,33 @@ def test_a_drawn_card_not_read_is_the_rounds_slip_only(name: str) -> None:
     assert dropped == 3
 
 
+@pytest.mark.parametrize("how", ["not read", "read twice"])
+def test_a_drawn_card_not_read_or_read_twice_is_not_also_a_wrong_return(how: str) -> None:
+    """A review's sweep (about 200 mutations each way in gr-banco-punto-shuffler): a third
+    card missed by the reader, or read twice — the round's DRAW_RULE, and the return of the
+    discards one card more, or one fewer, than read: DISCARDS_NOT_RETURNED as well. Since a
+    round the referee found short of a card, or with a card too many, a count off by that
+    card is that round's slip (a note)."""
+    name = "gr-banco-punto-shuffler"
+    steps = day(name)
+    done = 0
+    for rnd in range(2, 40):
+        cards = round_cards(steps, rnd)
+        if len(cards) != 5:
+            continue
+        third = cards[4]
+        mutated = (drop(steps, third) if how == "not read"
+                   else insert(steps, third + 1, dict(steps[third].event)))
+        r = run(name, events(mutated))
+        if r.codes()["DRAW_RULE"]:
+            assert r.codes() == Counter({"DRAW_RULE": 1}), (rnd, r.codes())
+            assert r.notes("return_count")
+            done += 1
+        if done == 3:
+            break
+    assert done == 3
+
+
 def test_card_duplicate_stud_single_deck() -> None:
     name = "gr-stud-poker"
     steps = day(name)

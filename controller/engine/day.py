@@ -215,8 +215,15 @@ class DayState:
 
     def _make(self, code: DeviationCode, message: str, **evidence: Any) -> Deviation:
         spec = CATALOG[code]
-        if code in _SHORT_OF_A_CARD and _short_of_a_card(code, evidence):
-            self._shoe.short_rounds.add(self.round)
+        if code in _SHORT_OF_A_CARD and self._shoe.aside is None:  # (one reading only: a
+            # round judged both ways makes deviations it may drop)
+            shoe = self._shoe
+            unread, twice = shoe.unsure_since_return
+            if _short_of_a_card(code, evidence):
+                shoe.short_rounds.add(self.round)
+                shoe.unsure_since_return = (True, twice)
+            elif code != "HAND_CARD_MISSING":  # (a draw where the rule stands, and the rest)
+                shoe.unsure_since_return = (unread, True)
         return Deviation(code, spec.severity, message, self.profile.rule(spec.section), evidence)
 
     def _suspect(self, finding: Finding) -> Deviation:
@@ -269,7 +276,8 @@ class DayState:
         raise NotImplementedError
 
 
-_SHORT_OF_A_CARD = frozenset({"DRAW_RULE", "DEALER_DRAW_RULE", "HAND_CARD_MISSING"})
+_SHORT_OF_A_CARD = frozenset({"DRAW_RULE", "DEALER_DRAW_RULE", "HAND_CARD_MISSING",
+                              "CARD_TO_FINISHED_HAND"})
 
 
 def _short_of_a_card(code: str, evidence: dict[str, Any]) -> bool:
@@ -281,7 +289,7 @@ def _short_of_a_card(code: str, evidence: dict[str, Any]) -> bool:
         return evidence.get("problem") in ("stood", "missing", "deal-incomplete")
     if code == "DEALER_DRAW_RULE":
         return evidence.get("drew") is False
-    return True
+    return code == "HAND_CARD_MISSING"
 
 
 def screen_settings(rule: ShuffleScreenRule) -> ScreenSettings:

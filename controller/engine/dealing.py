@@ -473,8 +473,22 @@ class Dealing(Preparation):
         # a card burned too many (BURN_COUNT already) stays with the burns where they stay
         # in the holder (001 BP §20δ(3)), or goes back as the round's card it may have been
         extra = shoe.extra_since_return if kept else 0
-        accepted = (expected, out_now, expected - extra)
+        accepted: tuple[int, ...] = (expected, out_now, expected - extra)
         short, shoe.return_short = shoe.return_short, 0
+        # a round the referee found short of a card (a draw the rule wanted: maybe drawn
+        # unread) or a card too many (a draw where the rule stands: maybe one card read
+        # twice) since the last return: a count one more, or one fewer, than read is those
+        # cards' (the round's slip, flagged: a review's sweep, about 200 a shuffler
+        # profile each way)
+        unread, twice = shoe.unsure_since_return
+        shoe.unsure_since_return = (False, False)
+        matched = (e.count - 1 if unread and e.count - 1 in accepted else
+                   e.count + 1 if twice and e.count + 1 in accepted else None)
+        if matched is not None and e.count not in accepted:
+            out.append(Note("return_count", f"{e.count} card(s) went back, {expected} read: "
+                            "a card of a round flagged since (drawn unread, or read twice)",
+                            {"returned": e.count, "read": expected}))
+            e = DiscardsReturned(count=matched, t=e.t)  # (the holder's share as read)
         if e.count not in accepted and not (short and e.count - short in accepted):
             # (the burns too: early, but no card lost; with the cards the last return left
             # out: late, but no card lost — a review: flagged again, two for one slip)

@@ -68,6 +68,9 @@ class Shoe:
     #: rounds the referee found short of a card (a draw the rule wanted, a hand's card): it
     #: may have left the shoe unread (DayState._make)
     short_rounds: set[int] = field(default_factory=set)
+    #: since the discards last went back: a round short of a card, a round with a card too
+    #: many (a draw where the rule stands, a card to a finished hand) — DayState._make
+    unsure_since_return: tuple[bool, bool] = (False, False)
     out_since_return: int = 0
     burned_since_return: int = 0  # of those, burned (a profile may keep them out)
     #: of those, drawn after the burn was complete (BURN_COUNT): a burn too many, or the
