@@ -1244,6 +1244,40 @@ def test_a_drawn_card_not_read_or_read_twice_is_not_also_a_wrong_return(how: str
     assert done == 3
 
 
+def test_which_referee_findings_leave_the_card_count_unsure() -> None:
+    """A round short of a card the rules wanted (maybe drawn unread: -1) or with a card too
+    many (maybe read twice: +1) gives the cut card's place and a shuffler's return count a
+    card of slack; a recorded stand where the rule draws does not — every card was read (a
+    review: it gave the cut card slack)."""
+    from controller.engine.day import _card_unsure
+    assert [_card_unsure("DRAW_RULE", {"problem": p}) for p in (
+        "missing", "deal-incomplete", "punto-missing", "drew", "natural", "extra", "stood",
+        "order")] == [-1, -1, -1, 1, 1, 1, 0, 0]
+    assert _card_unsure("DEALER_DRAW_RULE", {"drew": False}) == -1
+    assert _card_unsure("DEALER_DRAW_RULE", {"drew": True}) == 1
+    assert _card_unsure("HAND_CARD_MISSING", {}) == -1
+    assert _card_unsure("CARD_TO_FINISHED_HAND", {}) == 1
+
+
+def test_a_late_return_takes_the_flags_of_its_rounds_with_it() -> None:
+    """A review: a round short of a card (Banco did not draw: a real slip, every card read),
+    its discards returned late (after the next bets), then a card too many back with the
+    next round: the flag of the first round still covered the next return, and the card
+    added was hidden. The late return takes its rounds' flags with it."""
+    name = "gr-banco-punto-shuffler"
+    steps = day(name)
+    rnd = next(r for r in range(3, 40) if len(round_cards(steps, r)) == 6)
+    back = first(steps, "discards_returned", rnd=rnd)
+    nxt = first(steps, "discards_returned", rnd=rnd + 1)
+    steps[back].event["count"] -= 1  # (the card Banco did not draw stays in the shuffler)
+    steps[nxt].event["count"] += 1  # a card added to the shuffler with the next round
+    short = drop(steps, round_cards(steps, rnd)[5])
+    back = first(short, "discards_returned", rnd=rnd)
+    assert [s.event["type"] for s in short[back + 1:back + 3]] == ["bets_closed", "card"]
+    r = run(name, events(move(short, back, back + 2)))
+    assert r.codes() == Counter({"DRAW_RULE": 1, "DISCARDS_NOT_RETURNED": 2}), r.codes()
+
+
 def test_card_duplicate_stud_single_deck() -> None:
     name = "gr-stud-poker"
     steps = day(name)

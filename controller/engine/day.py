@@ -215,14 +215,15 @@ class DayState:
 
     def _make(self, code: DeviationCode, message: str, **evidence: Any) -> Deviation:
         spec = CATALOG[code]
-        if code in _SHORT_OF_A_CARD and self._shoe.aside is None:  # (one reading only: a
+        if code in _CARD_COUNT_UNSURE and self._shoe.aside is None:  # (one reading only: a
             # round judged both ways makes deviations it may drop)
             shoe = self._shoe
             unread, twice = shoe.unsure_since_return
-            if _short_of_a_card(code, evidence):
+            how = _card_unsure(code, evidence)
+            if how < 0:
                 shoe.short_rounds.add(self.round)
                 shoe.unsure_since_return = (True, twice)
-            elif code != "HAND_CARD_MISSING":  # (a draw where the rule stands, and the rest)
+            elif how > 0:
                 shoe.unsure_since_return = (unread, True)
         return Deviation(code, spec.severity, message, self.profile.rule(spec.section), evidence)
 
@@ -276,20 +277,25 @@ class DayState:
         raise NotImplementedError
 
 
-_SHORT_OF_A_CARD = frozenset({"DRAW_RULE", "DEALER_DRAW_RULE", "HAND_CARD_MISSING",
-                              "CARD_TO_FINISHED_HAND"})
+_CARD_COUNT_UNSURE = frozenset({"DRAW_RULE", "DEALER_DRAW_RULE", "HAND_CARD_MISSING",
+                                "CARD_TO_FINISHED_HAND"})
 
 
-def _short_of_a_card(code: str, evidence: dict[str, Any]) -> bool:
-    """Does a referee's deviation say the round was short of a card — one the rules wanted
-    that may have left the shoe without being read? (baccarat: a side stood where it must
-    draw, or the deal or a draw incomplete; blackjack: the dealer stood short of 17, a hand
-    without its double's or split's card)"""
+def _card_unsure(code: str, evidence: dict[str, Any]) -> int:
+    """Does a referee's deviation say the round's cards were one short (-1) — a card the
+    rules wanted, which may have left the shoe unread (baccarat: a draw missing at the end,
+    Punto's third card missing before Banco's, the deal of four incomplete; blackjack: the
+    dealer stood short of 17, a hand without its double's or split's card) — or one too
+    many (+1: a draw where the rule stands, after a natural or beyond the tableau, the
+    dealer's draw on 17 or more, a card to a finished hand: maybe one card read twice)? 0:
+    neither (a recorded stand where the rule draws: every card was read)."""
     if code == "DRAW_RULE":
-        return evidence.get("problem") in ("stood", "missing", "deal-incomplete")
+        problem = evidence.get("problem")
+        return (-1 if problem in ("missing", "deal-incomplete", "punto-missing") else
+                1 if problem in ("drew", "natural", "extra") else 0)
     if code == "DEALER_DRAW_RULE":
-        return evidence.get("drew") is False
-    return code == "HAND_CARD_MISSING"
+        return -1 if evidence.get("drew") is False else 1
+    return -1 if code == "HAND_CARD_MISSING" else 1
 
 
 def screen_settings(rule: ShuffleScreenRule) -> ScreenSettings:

@@ -452,6 +452,8 @@ class Dealing(Preparation):
         if e.count not in (expected, out_then):
             return None
         shoe.return_owed = None
+        shoe.unsure_since_return = (False, False)  # (the rounds flagged before are these
+        # cards': none of them covers the next return — a review)
         if e.count == expected:
             shoe.in_holder += out_then - expected  # (the burns the holder keeps)
         shoe.out_since_return -= out_then
