@@ -391,15 +391,23 @@ def test_cut_card_after_a_hands_last_card_makes_the_next_round_the_last(
     t.bets()
     t.cards(len(hand))
     assert t.stack[t.pos - len(hand):t.pos] == hand
+    if _cut_card_after_the_hand(t, complete):
+        _the_next_round_is_the_last(t)
+
+
+def _cut_card_after_the_hand(t: Table, complete: bool) -> bool:
+    """The cut card read after the hand's cards, before its round_end: one last_hand note;
+    the round is the last (a card still due), or the next is (the hand complete: its
+    round_end is then sent). True when the next round is to be played."""
     outs = t.send("cut_card")
     notes = [o for o in outs if isinstance(o, Note)]
     assert [n.kind for n in notes] == ["last_hand"]
     if not complete:
         assert t.state == "last_round"
-        return
+        return False
     assert t.state == "round" and notes[0].data["next_round_last"] is True
     t.send("round_end")
-    _the_next_round_is_the_last(t)
+    return True
 
 
 BLACKJACK_CUT_CARD = ["gr-blackjack", "live-blackjack", "ru-blackjack"]
@@ -442,14 +450,8 @@ def test_cut_card_after_a_blackjack_rounds_last_card_makes_the_next_round_the_la
     t.play_until(t.profile.cut_card.behind + n)
     t.bets(boxes=[1])
     _blackjack_hand(t, dealer)
-    outs = t.send("cut_card")
-    notes = [o for o in outs if isinstance(o, Note)]
-    assert [n.kind for n in notes] == ["last_hand"]
-    if not complete:
-        assert t.state == "last_round"
+    if not _cut_card_after_the_hand(t, complete):
         return
-    assert t.state == "round" and notes[0].data["next_round_last"] is True
-    t.send("round_end")
     assert t.state == "ready" and "LAST HAND" in t.engine.prompt().text
     t.bets(boxes=[1])
     assert t.state == "last_round"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from transitions import Machine
@@ -45,6 +45,10 @@ class Refused(Exception):
 class DayState:
     """The state of one table for one table day, and its public view (see the module
     docstring). ``sabot_history`` and ``sabot_rotation_k``: :class:`TableEngine`."""
+
+    #: the open round ended where its ``round_end`` is missing, then the event applied:
+    #: the dispatcher's (``TableEngine._round_left_open``), which the card path calls
+    _round_left_open: Callable[[Event, str], list[Output]]
 
     def __init__(self, profile: Profile, *,
                  sabot_history: Mapping[str, Sequence[Any]] | None = None,
@@ -270,11 +274,6 @@ class DayState:
         return Note("late_round_end", "round_end after the next step: the last round's, whose "
                     "end was taken there (UNEXPECTED_EVENT above); nothing more ends",
                     {"round": self.round, "state": self._state})
-
-    def _round_left_open(self, event: Event, before: str) -> list[Output]:
-        """The open round ended where its ``round_end`` is missing, then ``event`` applied
-        (the dispatcher's: ``TableEngine._round_left_open``)."""
-        raise NotImplementedError
 
 
 _CARD_COUNT_UNSURE = frozenset({"DRAW_RULE", "DEALER_DRAW_RULE", "HAND_CARD_MISSING",
