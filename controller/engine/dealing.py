@@ -43,7 +43,7 @@ from controller.events import (
     RoundEnd,
     StubCount,
 )
-from controller.outputs import Note, Output, consequence, transition
+from controller.outputs import Note, Output, consequence
 from controller.rounds import CardLedger
 
 #: the states before the stack is loaded: a card read there implies the load
@@ -419,25 +419,23 @@ class Dealing(Preparation):
 
     def late_change_burn(self) -> list[Output] | None:
         """A ``round_end`` right after the card taken as a dealer change's burn (the round
-        complete, no round_end: above): the round had not ended — that card was the
-        dealer's (drawn in error: the round's UNEXPECTED_EVENT stands for the slip, one), and
-        the change's burn is still owed: it starts again (a review: the real burn card after
-        the round_end was then BURN_COUNT, a second deviation). None when not that."""
+        complete, no round_end: above). Either that card was the burn and this round_end is
+        late, or the round had not ended — the card was the dealer's (drawn in error) and
+        the burn is still to come. The next step tells, and both are one slip (the round's
+        UNEXPECTED_EVENT): a card next, with nothing since, is the burn (as the change's
+        card after a start burn, ``Shoe.change_burn_optional``); the bets next, the burn was
+        that card. (A review: a burn too many after the dealer's draw on 17; taken as a
+        burn restarted, the sweep found a burn short when the round_end was merely late.)
+        None when not that."""
         read, self._burn_read = self._burn_read, None
         shoe = self._shoe
         if read != (self.shoe, self.round, shoe.burned) or self.state != READY \
                 or not shoe.burn_just_finished or shoe.burn_reason != "dealer_change":
             return None
-        shoe.burned -= 1  # (a card of the round, not a burn)
-        shoe.burned_since_return -= 1
-        shoe.dealt += 1
-        shoe.burn_just_finished = False
-        self._start_burn([], "dealer_change", "count", self.profile.burn.on_dealer_change)
-        self._state = BURN.value
+        shoe.change_burn_optional = self.profile.burn.on_dealer_change
         return [Note("late_round_end", "round_end after the card taken as the dealer change's "
-                     "burn: that card was the round's; the burn is still owed",
-                     {"round": self.round}),
-                transition(READY.value, BURN.value, "round_end"), self.prompt()]
+                     "burn: that card was the burn, or the round's (then the burn comes next)",
+                     {"round": self.round})]
 
     def late_return(self, e: DiscardsReturned) -> list[Output] | None:
         """The last round's discards going back during the round whose bets closed before
