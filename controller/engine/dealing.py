@@ -213,6 +213,18 @@ class Dealing(Preparation):
                 "PLAY_AFTER_LAST_HAND", f"{card} drawn after the last hand, before a "
                 "reshuffle", card=str(card)))
             return None
+        if state == READY and shoe.returned_unread and not shoe.early_cards:
+            # the last round's card the return already held (one more than read: a round
+            # short of a card, return_count), read late: it went back with its discards —
+            # not out now, no card of the next round (a review's sweep: CARD_BEFORE_BETS_
+            # CLOSED, and the next return one short, for one card read late)
+            shoe.returned_unread -= 1
+            shoe.out_since_return -= 1
+            shoe.in_shoe = min(shoe.pack_size, shoe.in_shoe + 1)
+            seen[card] -= 1
+            out.append(Note("late_card", f"{card}: the last round's card, read after its "
+                            "discards went back (they held it)", {"card": str(card)}))
+            return None
         shoe.dealt += 1
         if not self.profile.dealing.bets_close_before_cards:
             return None
@@ -330,6 +342,7 @@ class Dealing(Preparation):
         self._shoe.burn_just_finished = False
         self._shoe.machine_shuffle = False  # (a cut after this round is no restart of it)
         self._shoe.change_burn_optional = 0  # (play has begun: a later change burns its own)
+        self._shoe.returned_unread = 0
         if state == BURN:
             self._burn_short(out)
         elif state == RETURN_DISCARDS:
@@ -488,6 +501,7 @@ class Dealing(Preparation):
             out.append(Note("return_count", f"{e.count} card(s) went back, {expected} read: "
                             "a card of a round flagged since (drawn unread, or read twice)",
                             {"returned": e.count, "read": expected}))
+            shoe.returned_unread = int(matched < e.count)  # (read late, it is no new card)
             e = DiscardsReturned(count=matched, t=e.t)  # (the holder's share as read)
         if e.count not in accepted and not (short and e.count - short in accepted):
             # (the burns too: early, but no card lost; with the cards the last return left

@@ -71,6 +71,9 @@ class Shoe:
     #: since the discards last went back: a round short of a card, a round with a card too
     #: many (a draw where the rule stands, a card to a finished hand) — DayState._make
     unsure_since_return: tuple[bool, bool] = (False, False)
+    #: the last return held a card more than was read (return_count): read before the next
+    #: bets, that card is the last round's, late (TableEngine._on_card)
+    returned_unread: int = 0
     out_since_return: int = 0
     burned_since_return: int = 0  # of those, burned (a profile may keep them out)
     #: of those, drawn after the burn was complete (BURN_COUNT): a burn too many, or the
