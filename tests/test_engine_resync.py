@@ -346,6 +346,27 @@ def test_a_rounds_last_card_read_after_its_discards_went_back_is_one_deviation(
     assert tried >= 60 and ones >= tried - 2, (ones, tried)
 
 
+@pytest.mark.parametrize("name", [p for p in CUT_CARD_PROFILES  # (two tableaux: its
+                                  if p != "gr-baccarat-two-tableaux"])  # days end no such way)
+def test_a_shoes_last_card_read_after_the_next_shuffle_is_one_deviation(name: str) -> None:
+    """A review's sweep: a shoe's last card read after its round_end and the next shuffle —
+    the round short of it (its rule's finding), then the card taken as the next shoe's
+    first burn with its load implied (CUT_MISSING, CUT_CARD_MISSING), its cut, cut card
+    and load refused, the burn one long, the pack a card off: five to eight. Before the
+    next shoe's first card, a card after a last round short of one is that card, late."""
+    tried = 0
+    for seed in (0, 1, 2):
+        steps = day(name, seed)
+        for i in range(len(steps) - 3):
+            if steps[i].event["type"] == "card" and [
+                    s.event["type"] for s in steps[i + 1:i + 3]] == ["round_end", "shuffle"]:
+                r = run(name, events(move(steps, i, i + 3)))
+                assert sum(r.codes().values()) == 1, (seed, i, r.codes())
+                assert r.notes("late_card")
+                tried += 1
+    assert tried >= 2
+
+
 @pytest.mark.parametrize("name", SHUFFLER_PROFILES)
 def test_the_discards_of_a_round_after_the_start_burn_end_it(name: str) -> None:
     """A review: round 1's round_end missing (the first round after the start burn), then

@@ -188,6 +188,9 @@ class DayState:
         #: (shoe, round, burned) after a card taken as a dealer change's burn, the round
         #: complete and its round_end missing (TableEngine.late_change_burn)
         self._burn_read: tuple[int, int, int] | None = None
+        #: (shoe, round) of a shoe's last round when it ended short of a card: a card before
+        #: the next shoe's load is that one, late (TableEngine._late_last_card)
+        self._short_round: tuple[int, int] | None = None
         self.checked_since_shoe = False
         self.shoe = 0
         self.round = 0

@@ -71,6 +71,22 @@ class Dealing(Preparation):
             shoe.held_aside.extend(call(shoe.aside))
         return []
 
+    def _late_last_card(self, e: CardDrawn) -> Note | None:
+        """A card before the next shoe's load, no card of it out yet, when the shoe's last
+        round ended short of a card (its referee said so: the dealer stood short of 17, a
+        draw missing): that card, read late — a note, no card of the next shoe. (A review's
+        sweep: the next shoe's burn and load taken as begun, its cut, cut card and load then
+        refused: up to eight deviations for one card read late.) None when not that."""
+        shoe_no, round_no = self._short_round or (0, 0)
+        self._short_round = None
+        shoe = self._shoe
+        if shoe_no != self.shoe - 1 or round_no != self.round or shoe.dealt \
+                or shoe.burn_done or shoe.loaded:
+            return None
+        return Note("late_card", f"{e.card}: the last shoe's last round's card, read after "
+                    "it ended (the round short of a card)", {"card": str(e.card),
+                                                              "round": round_no})
+
     def _round_ended(self) -> list[Output]:
         """The referee's ``end``; in a round judged both ways, the reading with fewer
         deviations (the round's own cards where they tie) goes on, and what it said during
@@ -93,6 +109,11 @@ class Dealing(Preparation):
 
     def _on_card(self, e: CardDrawn, out: list[Output]) -> State | None:
         state = self._state
+        if state in _BEFORE_LOAD and self._short_round is not None:
+            late = self._late_last_card(e)
+            if late is not None:
+                out.append(late)
+                return None
         if state in _BEFORE_LOAD:  # no shoe_loaded came: the stack is in the shoe
             # (load_implied); a step skipped before it (a count, the shuffle, the cut, the
             # cut card) is flagged once, as a shoe_loaded there flags it — shoe_loaded is
@@ -399,6 +420,8 @@ class Dealing(Preparation):
         ended = self._round_ended()
         out.extend(ended)
         after = self._after_round_end()
+        self._short_round = ((self.shoe, self.round) if after == SHOE_COMPLETE
+                             and self.round in self._shoe.short_rounds else None)
         shoe_over = after == SHOE_COMPLETE
         if self._screen_ok:
             try:

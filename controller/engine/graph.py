@@ -133,8 +133,10 @@ def transitions_for(p: Profile, states: tuple[State, ...]
         g.append(("shoe_loaded", only(LOAD, CUT_CARD, CUT, OPENING_CHECK, SHUFFLE,
                                       SHOE_COMPLETE, SUSPENDED, CLOSING_CHECK), loaded_dest))
         # a card read before the stack was loaded: the steps skipped are flagged and the
-        # load implied, as shoe_loaded there would (TableEngine._on_card)
-        g.append(("card", only(CUT_CARD, CUT, OPENING_CHECK, SHUFFLE), loaded_dest))
+        # load implied, as shoe_loaded there would (TableEngine._on_card); or (None) the
+        # last shoe's last card read late (TableEngine._late_last_card)
+        g.append(("card", only(CUT_CARD, CUT, OPENING_CHECK, SHUFFLE), [None, *loaded_dest]))
+        g.append(("card", only(LOAD), [None]))
     if p.has_cut_card:
         g.append(("cut_card_placed", only(CUT_CARD, CUT, OPENING_CHECK, SHUFFLE, SHOE_COMPLETE,
                                           SUSPENDED, CLOSING_CHECK), only(LOAD)))
