@@ -204,7 +204,7 @@ class TableEngine(DeviceEvents):
                 return [self._late_round_end_note()]
             if before == CLOSED and self._opens_a_day(event):
                 return self._open_implied(event)
-            if isinstance(event, TableOpen) and self._open_was_implied \
+            if isinstance(event, TableOpen) and self._implied_by is not None \
                     and not (self._shoe.dealt or self._shoe.burned or self.round):
                 return self._open_late(event, before)
             if before == CLOSED:
@@ -248,15 +248,14 @@ class TableEngine(DeviceEvents):
         card, starts the day again (:meth:`_open_late`)."""
         decks = self.profile.decks
         n = decks.max
-        if isinstance(event, DeckCheck) and event.cards:
-            n = min(max(round(len(event.cards) / 52), decks.min, 1), max(decks.max, 1))
+        if isinstance(event, DeckCheck):  # (a count of most of a pack: _opens_a_day)
+            n = min(max(round(len(event.cards) / 52), decks.min), decks.max)
         out: list[Output] = [self._make(
             "UNEXPECTED_EVENT", f"{event.type} before the table was opened: its table_open is "
             f"missing; taken as opened here with {n} deck(s)", event=event.type,
             state=CLOSED.value, missing="table_open", decks=n)]
         implied = self._dispatch(TableOpen(table="", decks=n, t=event.t))
-        self._open_was_implied = True
-        self._implied_by = event
+        self._implied_by = event  # (after the opening, which starts the day afresh)
         for o in (*implied, *self._dispatch(event)):
             if not isinstance(o, Transition | Prompt):
                 out.append(o)

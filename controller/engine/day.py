@@ -59,9 +59,6 @@ class DayState:
         self.sabot_rotation_k = sabot_rotation_k
         self._openings = openings_from(sabot_history)
         self._orphaned: list[Output] = []  # (see _end_shoe)
-        #: the day was taken as opened without its table_open (TableEngine._open_implied)
-        self._open_was_implied = False
-        self._implied_by: Event | None = None  # (the event that opened it)
         self.last_t: str | None = None  # the latest event time read (TableEngine.handle)
         #: paper lots (id, first use) in play when a table closed (destroyed then: 000 §1,
         #: 001 BP §1, 003 §1), where the profile's ``paper_until_close`` says so
@@ -179,6 +176,9 @@ class DayState:
         self._counted_pack: int | None = None
         #: the kinds of event refused while the table was closed (after this day's close)
         self._closed_refused: set[str] = set()
+        #: the event that opened the day without its table_open (TableEngine._open_implied);
+        #: None: the day opened with its own
+        self._implied_by: Event | None = None
         #: the closing count was flagged missing at the close (TableEngine.late_count)
         self._count_owed = False
         #: (shoe, round, state) after a round was ended where its round_end was missing

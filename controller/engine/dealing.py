@@ -109,16 +109,16 @@ class Dealing(Preparation):
 
     def _on_card(self, e: CardDrawn, out: list[Output]) -> State | None:
         state = self._state
-        if state in _BEFORE_LOAD and self._short_round is not None:
-            late = self._late_last_card(e)
-            if late is not None:
-                out.append(late)
-                return None
         if state in _BEFORE_LOAD:  # no shoe_loaded came: the stack is in the shoe
             # (load_implied); a step skipped before it (a count, the shuffle, the cut, the
             # cut card) is flagged once, as a shoe_loaded there flags it — shoe_loaded is
             # optional (docs/events.md), so the card was refused and the burn it began
             # counted short (a review: three deviations for one missing cut)
+            if self._short_round is not None:
+                late = self._late_last_card(e)
+                if late is not None:
+                    out.append(late)
+                    return None
             self._catch_up(out, "shoe_loaded", "cards dealt")
             self._load(out, implied=True)
             self._state = state = (BURN if self._shoe.burn_pending else READY).value

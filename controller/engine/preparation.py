@@ -211,7 +211,6 @@ class Preparation(DayState):
 
     def _on_table_open(self, e: TableOpen, out: list[Output]) -> State | None:
         self._reset_day()
-        self._open_was_implied = False
         self.table = e.table
         self.decks = e.decks
         self.sabot = e.sabot
@@ -234,19 +233,25 @@ class Preparation(DayState):
                        self._paper_closed)
         return OPENING_CHECK if self.profile.inspection.opening_check else SHUFFLE
 
-    def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
+    def _judge_count(self, e: DeckCheck, out: list[Output]) -> None:
+        """The pack a count found (check_composition), in place or recorded late: its
+        surplus cards (the same surplus as the last count's: that slip's, a note), and the
+        pack's size where it holds whole decks more (pack_cards)."""
         before, at = self._extra_cards, len(out)
         self._extra_cards = extra = check_composition(e, self.decks, self._make, out)
         self._counted_pack = None
         if extra and len(extra) == 52 and len(set(extra.values())) == 1 \
                 and len(e.cards) == (self.decks + next(iter(extra.values()))) * 52:
             self._counted_pack = len(e.cards)  # whole decks more (see pack_cards)
-        if before and self._extra_cards and not self._extra_cards - before:
+        if before and extra and not extra - before:
             # the same extra cards as the last count found, still in the pack: that slip's
             out[at:] = [consequence(o, o.code) if isinstance(o, Deviation)
                         and o.code == "DECK_EXTRA_CARD" else o for o in out[at:]]
         if not self._shoe.loaded:  # (the pack counted before its shoe is loaded: its size)
             self._shoe.pack_size = self._shoe.referee.pack = self.pack_cards
+
+    def _on_deck_check(self, e: DeckCheck, out: list[Output]) -> State | None:
+        self._judge_count(e, out)
         # the opening count made late, after the first shoe's shuffle (CHECK_MISSING then):
         # the count of this pack, not its closing — the shoe goes on, its steps done
         late_opening = (self.profile.inspection.opening_check and not self._counted
@@ -349,7 +354,7 @@ class Preparation(DayState):
                                   "the count missing (CHECK_MISSING above): taken as "
                                   + ("the closing count" if closing else "the opening count"),
                                   {"state": self.state})]
-        self._extra_cards = check_composition(e, self.decks, self._make, out)
+        self._judge_count(e, out)
         self._counted = True
         return out
 

@@ -83,7 +83,7 @@ class Shoe:
     #: the last round's discards, still out when the next round's bets closed
     #: (DISCARDS_NOT_RETURNED then): their count as it would have gone back, and the cards,
     #: burns and extra burns out then — a return of that count during the round is theirs,
-    #: late (TableEngine._late_return)
+    #: late (TableEngine.late_return)
     return_owed: tuple[int, int, int, int] | None = None
     #: cards a return left out (DISCARDS_NOT_RETURNED then): they may go back with the next
     return_short: int = 0
