@@ -635,9 +635,26 @@ def test_a_continuous_shufflers_own_shuffle_is_a_note_and_play_goes_on(name: str
     assert r.codes() == Counter()
     assert len(r.notes("machine_shuffle")) == len(clean.notes("machine_shuffle")) + len(at)
     assert (r.engine.shoe, r.state) == (clean.engine.shoe, clean.state)
-    burn = where(steps, "burn")[1]  # a burn under way: no shuffler reports then
-    r = run(name, events(insert(steps, burn, machine)))
-    assert r.codes() == Counter({"UNEXPECTED_EVENT": 1}) and r.at("UNEXPECTED_EVENT") == [burn]
+    burn = where(steps, "burn")[1]  # a burn under way: no shuffler reports then — as
+    r = run(name, events(insert(steps, burn, machine)))  # the next burn card shows
+    assert r.codes() == Counter({"UNEXPECTED_EVENT": 1})
+    assert r.at("UNEXPECTED_EVENT") == [burn + 1]
+    assert r.devs()[0].evidence["event"] == "shuffle"
+
+
+@pytest.mark.parametrize("name", SHUFFLER_PROFILES)
+def test_a_start_burn_stopped_short_then_the_machines_shuffle_is_one_slip(name: str
+                                                                           ) -> None:
+    """A review's independent dealer: the start burn one card short, then the shuffler's
+    own report of its mixing, then the bets — UNEXPECTED_EVENT for the shuffle (refused
+    mid-burn) and BURN_COUNT: two for one slip. The burn stopped there: the shuffle was the
+    machine's between the burn and the first round (a note), the burn short (one)."""
+    steps = day(name)
+    burns = where(steps, "burn", shoe=1)
+    short = drop(steps, burns[-1])
+    r = run(name, events(insert(short, burns[-1], {"type": "shuffle"})))
+    assert r.codes() == Counter({"BURN_COUNT": 1}), r.codes()
+    assert r.at("BURN_COUNT") == [burns[-1] + 1]  # (the bets, which closed the burn short)
 
 
 @pytest.mark.parametrize("name", SHUFFLER_PROFILES)
@@ -753,12 +770,16 @@ def test_cut_card_position_measured(name: str, side: str) -> None:
     # (early, two off: the helper's rounds are random cards, some short of a draw the
     # tableau wants, and a round short of a card gives the measured place one card of
     # slack that way — a card drawn unread; one off in correct days:
-    # ..._by_moving_the_event below. Late, one off: more would be a card behind it, the cut
-    # card implied)
+    # ..._by_moving_the_event below. Late, one off: more would be a card behind it, the
+    # cut card implied. A round of them that read a card twice in a row and holds a card
+    # too many gives a card of slack the other way — a card maybe read twice: a stack
+    # whose rounds have none)
     lo, hi = prof(name).cut_card.window()  # type: ignore[misc]
     left = hi + 2 if side == "early" else lo - 1
-    t = Table(name).prepare()  # declared at `behind`, inside the window
+    t = _no_card_twice_in_a_row(Table(name))
+    t.prepare()  # declared at `behind`, inside the window
     t.play_until(left + 2)
+    assert not t.run.notes("read_twice")
     t.bets()
     t.cards(2)
     outs = t.send("cut_card")
@@ -771,11 +792,22 @@ def test_cut_card_position_measured(name: str, side: str) -> None:
     assert t.state == "shoe_complete"
 
 
+def _no_card_twice_in_a_row(t: Table) -> Table:
+    """``t`` with no card of its stack twice in a row: the helper's rounds are random cards,
+    and a round that reads a card twice in a row and holds a card too many for the rules
+    gives the cut card's measured place a card of slack (a card maybe read twice)."""
+    stack = t.stack
+    while pairs := [i for i in range(1, len(stack)) if stack[i] == stack[i - 1]]:
+        for i in reversed(pairs):  # (each moved to the end)
+            stack.append(stack.pop(i))
+    return t
+
+
 def _cut_card_out(name: str, placed: int, left: int) -> tuple[Table, list[Any], list[Any]]:
     """A shoe whose cut card was placed ``placed`` cards from the back and came out with
-    ``left`` cards in the shoe: the table, what the placing answered, what its reading
-    answered."""
-    t = Table(name)
+    ``left`` cards in the shoe (no card twice in a row): the table, what the placing
+    answered, what its reading answered."""
+    t = _no_card_twice_in_a_row(Table(name))
     t.open()
     if t.profile.inspection.opening_check:
         t.check()
@@ -901,6 +933,33 @@ def test_burn_count_one_short(name: str) -> None:
         assert len(burns) == 5 and dev.evidence["required"] == 5
     elif len(burns) > 1:
         assert dev.evidence["required"] == len(burns)
+
+
+@pytest.mark.parametrize("name", [n for n in FIVE_BURN_PROFILES + BY_VALUE_PROFILES
+                                  if not prof(n).shuffler.continuous])
+@pytest.mark.parametrize("drawn", [0, 1, 2])
+def test_a_shoe_shuffled_again_during_its_start_burn_is_a_new_shoe(name: str,
+                                                                    drawn: int) -> None:
+    """A review's independent dealer: the start burn stopped after a card or two, the stack
+    gathered and shuffled again, cut, its cut card placed, loaded and burned in full — the
+    new shoe's shuffle, cut, cut card and load were refused (four UNEXPECTED_EVENT) and its
+    burn read as a burn too many of the old shoe ("6 burned, 5 required": the slip named
+    backwards). A shuffle there begins a new shoe, as between rounds (002 3.2.2); the burn
+    left short is one BURN_COUNT, and none when no card was drawn yet."""
+    steps, burns = next((st, b) for seed in range(20) for st in [day(name, seed)]
+                        for b in [_burns(st)] if len(b) > 2)  # (by value: 3 or more)
+    again = [s for s in steps[burns[0] - 4:burns[0]]
+             if s.event["type"] in ("shuffle", "cut", "cut_card_placed", "shoe_loaded")]
+    assert [s.event["type"] for s in again][-1] == "shoe_loaded"
+    again = [steps[first(steps, "shuffle", shoe=1)], *again] \
+        if again[0].event["type"] != "shuffle" else again
+    mutated = [*steps[:burns[0] + drawn], *again, *steps[burns[0]:]]
+    r = run(name, events(mutated))
+    assert r.codes() == (Counter({"BURN_COUNT": 1}) if drawn else Counter()), r.codes()
+    if drawn:
+        assert r.at("BURN_COUNT") == [burns[0] + drawn]  # at the shuffle
+        assert only(r, "BURN_COUNT")[0].evidence["burned"] == drawn
+    assert r.engine.shoe == run(name, events(steps)).engine.shoe + 1
 
 
 @pytest.mark.parametrize("name", FIVE_BURN_PROFILES + BY_VALUE_PROFILES)
@@ -1217,6 +1276,69 @@ def test_a_drawn_card_not_read_is_the_rounds_slip_only(name: str) -> None:
     assert dropped == 3
 
 
+@pytest.mark.parametrize("name", ["gr-banco-punto", "live-baccarat", "gr-chemin-de-fer"])
+def test_a_card_read_twice_in_a_round_is_the_rounds_slip_only(name: str) -> None:
+    """The sweep (250–260 mutations a profile): a round's card read twice in a row — the
+    round holds a card too many for the rules (DRAW_RULE: after a natural, where the rule
+    stands, beyond the tableau), and the face's copies then one more than the pack holds
+    (CARD_DUPLICATE, shoes later) or the cut card a card off its exact place
+    (CUT_CARD_POSITION). One reading twice is one slip: the round's, with a note."""
+    steps = day(name)
+    done = allowed = 0
+    for rnd in range(3, 60):
+        cards = round_cards(steps, rnd)
+        faces = [steps[i].event["card"] for i in cards]
+        if steps[cards[0]].shoe != 1 or any(map(str.__eq__, faces, faces[1:])):
+            continue  # (a round with a pair in a row of its own: which was read twice?)
+        for at in cards[:2]:
+            mutated = insert(steps, at + 1, dict(steps[at].event))
+            r = run(name, events(mutated))
+            rule = [d for d in r.devs() if d.code == "DRAW_RULE"]
+            if not rule:  # the pair made a round the rules allow: both cards counted
+                assert not r.notes("read_twice")
+                allowed += 1
+                continue
+            if rule[0].evidence["problem"] not in ("drew", "natural", "extra") \
+                    or at + 1 in r.at("CARD_DUPLICATE"):
+                continue  # (the pair shifted the tableau into a round short of a draw, or
+                # the copy read again was one more than the pack holds: flagged at once)
+            assert r.codes() == Counter({"DRAW_RULE": 1}), (rnd, r.codes())
+            assert len(r.notes("read_twice")) == 1
+            done += 1
+    assert done >= 10 and allowed >= 1
+
+
+def test_a_card_too_many_without_a_pair_in_a_row_is_no_double_read() -> None:
+    """The other side of the test above: a card too many in a round without a card read
+    twice in a row is counted as it was read (no note): only a round that read a card
+    twice in a row *and* holds a card too many is taken as a double read."""
+    name = "gr-banco-punto"
+    steps = day(name)
+    rnd = next(r for r in range(3, 60) if len(round_cards(steps, r)) == 4)
+    cards = round_cards(steps, rnd)
+    extra = next(c for c in pack(1) if str(c) not in {steps[i].event["card"] for i in cards})
+    r = run(name, events(insert(steps, cards[-1] + 1, {"type": "card", "card": str(extra)})))
+    assert r.codes()["DRAW_RULE"] == 1 and not r.notes("read_twice")
+
+
+def test_a_stud_card_read_twice_is_one_duplicate_and_no_hand_a_card_long() -> None:
+    """Stud poker's single deck (003 §4): a card read again right after itself is one
+    CARD_DUPLICATE; the copy is dealt to no hand, so no hand is also a card long (the
+    sweep: DEAL_COUNT as well, in 366 of 461 mutations). A second copy read later is a
+    foreign card in a hand, and that hand is still judged."""
+    name = "gr-stud-poker"
+    steps = day(name)
+    cards = round_cards(steps, 3)
+    r = run(name, events(insert(steps, cards[2] + 1, dict(steps[cards[2]].event))))
+    assert r.codes() == Counter({"CARD_DUPLICATE": 1}), r.codes()
+    (dev,) = only(r, "CARD_DUPLICATE")
+    assert dev.evidence["read_twice"] is True
+    steps = day(name)
+    steps[cards[4]].event["card"] = steps[cards[1]].event["card"]  # (not in a row)
+    r = run(name, events(steps))
+    assert "read_twice" not in only(r, "CARD_DUPLICATE")[0].evidence
+
+
 @pytest.mark.parametrize("how", ["not read", "read twice"])
 def test_a_drawn_card_not_read_or_read_twice_is_not_also_a_wrong_return(how: str) -> None:
     """A review's sweep (about 200 mutations each way in gr-banco-punto-shuffler): a third
@@ -1342,6 +1464,34 @@ def test_discards_not_returned_before_next_round(name: str) -> None:
     (dev,) = only(r, "DISCARDS_NOT_RETURNED")
     assert r.at("DISCARDS_NOT_RETURNED") == [first(mutated, "bets_closed", rnd=4)]
     assert dev.evidence["outstanding"] == count3
+
+
+@pytest.mark.parametrize("later", [False, True])
+@pytest.mark.parametrize("name", SHUFFLER_PROFILES)
+def test_a_return_missed_is_flagged_once_whatever_the_next_holds(name: str,
+                                                                 later: bool) -> None:
+    """A review's independent dealer: a round's return not made (or not read) — the next
+    bets flag it, and the next return, of its own round's cards only, was flagged again
+    ("5 went back; 9 were out"). One slip: that return is its round's (a note); the cards
+    owed may still go back with a later one (a note), and a count that fits neither is
+    flagged as ever."""
+    steps = day(name)
+    rets = where(steps, "discards_returned")
+    owed = steps[rets[2]].event["count"]
+    if later:  # the owed cards go back with the return after the next
+        steps[rets[4]].event["count"] += owed
+    mutated = drop(steps, rets[2])
+    r = run(name, events(mutated))
+    assert r.codes() == Counter({"DISCARDS_NOT_RETURNED": 1}), r.codes()
+    assert r.at("DISCARDS_NOT_RETURNED") == [first(mutated, "bets_closed", rnd=4)]
+    (note,) = r.notes("return_without_missed")
+    assert note.data == {"returned": steps[rets[3]].event["count"], "owed": owed}
+    assert len(r.notes("late_return")) == int(later)
+    if not later:
+        steps[rets[3]].event["count"] -= 1  # (neither its round's cards nor all of them)
+        r = run(name, events(drop(steps, rets[2])))
+        assert r.codes() == Counter({"DISCARDS_NOT_RETURNED": 2})
+        assert not r.notes("return_without_missed")
 
 
 @pytest.mark.parametrize("delta", [1, -1, -5])

@@ -202,6 +202,8 @@ class TableEngine(DeviceEvents):
                     return late
             if event.type == "round_end" and self._late_round_end():
                 return [self._late_round_end_note()]
+            if event.type == "shuffle" and before == BURN and not self._shoe.rounds:
+                return self._reshuffled_in_burn(event)
             if before == CLOSED and self._opens_a_day(event):
                 return self._open_implied(event)
             if isinstance(event, TableOpen) and self._implied_by is not None \
@@ -222,6 +224,27 @@ class TableEngine(DeviceEvents):
         if target is None:
             return out
         self._state = target._value_  # in the graph: checked above; the plain value
+        out.append(transition(before, self._state, event.type))
+        out.append(self.prompt())
+        return out
+
+    def _reshuffled_in_burn(self, event: Event) -> list[Output]:
+        """A ``shuffle`` during a shoe's start burn (a shoe, not a continuous shuffler's:
+        its own mixing is a note, Preparation._machine_shuffle): the dealer gathered the
+        stack and shuffled again — a new shoe begins here, as a re-shuffle between rounds
+        begins one (002 3.2.2), and the burn left short is one ``BURN_COUNT`` (none when
+        no card was drawn yet: the stack came back out whole). Refused, the new shoe's
+        shuffle, cut, cut card and load were four ``UNEXPECTED_EVENT`` and its burn a burn
+        too many of the old shoe (a review's independent dealer: 5 deviations, the
+        burn's named backwards)."""
+        before = self._state
+        out: list[Output] = []
+        if self._shoe.burn_done:
+            self._burn_short(out)
+        self._state = READY.value
+        for o in self._dispatch(event):
+            if not isinstance(o, Transition | Prompt):
+                out.append(o)
         out.append(transition(before, self._state, event.type))
         out.append(self.prompt())
         return out

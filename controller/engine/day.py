@@ -283,7 +283,7 @@ _CARD_COUNT_UNSURE = frozenset({"DRAW_RULE", "DEALER_DRAW_RULE", "HAND_CARD_MISS
                                 "CARD_TO_FINISHED_HAND"})
 
 
-def _card_unsure(code: str, evidence: dict[str, Any]) -> int:
+def _card_unsure(code: str, evidence: Mapping[str, Any]) -> int:
     """Does a referee's deviation say the round's cards were one short (-1) — a card the
     rules wanted, which may have left the shoe unread (baccarat: a draw missing at the end,
     Punto's third card missing before Banco's, the deal of four incomplete; blackjack: the

@@ -11,10 +11,10 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controller.cards import NEW_DECK, burn_value, parse_card
+from controller.cards import NEW_DECK, Card, burn_value, parse_card
 from controller.deviations import Deviation
 from controller.engine.checks import check_cut_card_window, window_holds
-from controller.engine.day import Refused
+from controller.engine.day import Refused, _card_unsure
 from controller.engine.preparation import Preparation
 from controller.engine.states import (
     BURN,
@@ -41,6 +41,7 @@ from controller.events import (
     DiscardsReturned,
     PlayersLeft,
     RoundEnd,
+    Shuffle,
     StubCount,
 )
 from controller.outputs import Note, Output, consequence
@@ -143,9 +144,12 @@ class Dealing(Preparation):
             # card read twice was CARD_DUPLICATE and a CUT_CARD_POSITION one card off). A
             # copy the last count found surplus is that count's slip (DECK_EXTRA_CARD)
             shoe.foreign_copies += 1
-            if times > decks + self._extra_cards[card]:
+            if times > decks + self._extra_cards[card] + shoe.read_twice[card]:
                 scope = ("since the discards last went back" if self.profile.shuffler_mode
                          else "in this shoe")
+                if decks == 1 and card.deck_index == shoe.last_index \
+                        and state in (ROUND, LAST_ROUND):
+                    return self._read_twice_foreign(card, times, scope, out)
                 out.append(self._make(
                     "CARD_DUPLICATE",
                     f"{card} seen {times} times {scope}; {decks} deck(s) hold "
@@ -165,6 +169,10 @@ class Dealing(Preparation):
                 except Exception as exc:  # (a fault in the screen: _screen_failed)
                     self._screen_failed(exc, out)
         if state == BURN:
+            if shoe.shuffle_in_burn:  # the burn went on: that shuffle was no machine's
+                shoe.shuffle_in_burn = False
+                out.append(self._unexpected(Shuffle(t=e.t), "a shuffle during the start "
+                                            "burn, which went on after it (read late)"))
             shoe.burned += 1
             shoe.burned_since_return += 1
             shoe.burn_done += 1
@@ -197,8 +205,17 @@ class Dealing(Preparation):
                 return None
             shoe.dealt += 1
             shoe.round_cards += 1
-            out.extend(shoe.referee.card(e) if shoe.aside is None  # (the card path)
-                       else self._referee_says(lambda r: r.card(e)))
+            index = card.deck_index
+            if index == shoe.last_index:  # the same card twice in a row (_read_twice)
+                twin = shoe.twin  # (a second pair in the round: which was read twice?)
+                shoe.twin = (self.round, None if twin and twin[0] == self.round else card)
+            shoe.last_index = index
+            found = (shoe.referee.card(e) if shoe.aside is None  # (the card path)
+                     else self._referee_says(lambda r: r.card(e)))
+            if found:
+                out.extend(found)
+                if shoe.twin is not None and shoe.twin[0] == self.round:
+                    self._read_twice(found, out)
             return None
         if state == READY and shoe.burn_just_finished:
             if e.to_a_hand:
@@ -256,6 +273,56 @@ class Dealing(Preparation):
             shoe.early_cards.append(e)  # (the next round's first card: _on_bets_closed)
         return None
 
+    def _read_twice(self, found: list[Output], out: list[Output]) -> None:
+        """A round that read the same card twice in a row (``Shoe.twin``) now holds one
+        card too many for the rules (a draw where the rule stands, after a natural, beyond
+        the tableau, to a finished hand: DayState._make's +1): maybe that card was read
+        twice (a scanner's double read), the slip the referee just named — unless the
+        round read two such pairs (which one?). The shoe's count allows a card more (the
+        cut card's place) and the face a copy more (``CARD_DUPLICATE``), so that one
+        double read is one deviation: counted as read, it put the cut card a card off
+        (CUT_CARD_POSITION) and made the face's last copy one too many (CARD_DUPLICATE),
+        shoes later — the sweep: two or three deviations in every baccarat profile.
+        Slack, not a correction: where the two were real cards and the card too many
+        another slip, nothing false follows (a cut card a card off, a face's surplus copy
+        in that shoe pass). A shuffler's return counts allow for it already
+        (return_count)."""
+        shoe = self._shoe
+        if shoe.twin is None or shoe.aside is not None or self.profile.shuffler_mode or \
+                not any(isinstance(o, Deviation) and _card_unsure(o.code, o.evidence) > 0
+                        for o in found):
+            return
+        card = shoe.twin[1]
+        shoe.twin = None
+        if card is None:  # (two pairs in the round: neither is taken)
+            return
+        shoe.read_twice[card] += 1
+        out.append(Note("read_twice", f"{card} was read twice in a row in this round, which "
+                        "holds one card too many for the rules (above): maybe one card read "
+                        "twice — the shoe's count and the face's copies allow for it",
+                        {"card": str(card)}))
+
+    def _read_twice_foreign(self, card: Card, times: int, scope: str,
+                            out: list[Output]) -> State | None:
+        """A single deck's card read again right after itself, in a round (stud poker):
+        the card read twice, or a foreign copy. One ``CARD_DUPLICATE`` says so; the copy
+        is dealt to no hand and not counted, so the hand that got the card is not also a
+        card long (the sweep: CARD_DUPLICATE and the hand's DEAL_COUNT for one double
+        read). Not in a pack of several decks: there a copy beyond the pack's right after
+        its twin may be a real card, the surplus an earlier double read's (the sweep: a
+        draw rule broken when it was set aside)."""
+        shoe = self._shoe
+        shoe.seen[card] = times - 1
+        shoe.foreign_copies -= 1
+        shoe.out_since_return -= 1
+        out.append(self._make(
+            "CARD_DUPLICATE",
+            f"{card} read again right after {card}: {times} copies {scope}, and "
+            f"{self.decks} deck(s) hold {self.decks} — the reader read one card twice, or "
+            "a foreign card is in play; the copy is dealt to no hand",
+            card=str(card), seen=times, decks=self.decks, read_twice=True))
+        return None
+
     def _card_behind_cut_card(self, e: CardDrawn, out: list[Output]) -> State | None:
         """A card read from behind the cut card's place (past both the place declared and
         the rule's lowest, by more than a card), and no cut card read: the cut card
@@ -294,8 +361,9 @@ class Dealing(Preparation):
                                   found)
             shoe = self._shoe
             unsure = shoe.foreign_copies + min(1, len(shoe.short_rounds))
-            if found and unsure and window_holds(self.profile, range(
-                    shoe.in_shoe - unsure, shoe.in_shoe)):
+            over = min(1, sum(shoe.read_twice.values()))  # (as short rounds: one card)
+            if found and (unsure or over) and window_holds(self.profile, range(
+                    shoe.in_shoe - unsure, shoe.in_shoe + over + 1)):
                 # the cards the shoe still holds may be fewer than counted, by a card a
                 # round: the copies read beyond the pack's (CARD_DUPLICATE) were taken as no
                 # cards of it — read twice — and may have been misread cards of it; a round
@@ -303,7 +371,8 @@ class Dealing(Preparation):
                 # may have had it drawn and not read (one card for all such rounds: a cut
                 # card off by more is still flagged). Where such a reading puts the cut card
                 # in its place, it is: those slips are flagged already (a review's sweep:
-                # a card not read was the round's slip and a CUT_CARD_POSITION one off)
+                # a card not read was the round's slip and a CUT_CARD_POSITION one off).
+                # More, by a card each, where a round read a card twice (_read_twice)
                 found = []
             declared, window = self._shoe.declared_behind, self.profile.cut_card.window()
             came = self._shoe.in_shoe
@@ -364,6 +433,7 @@ class Dealing(Preparation):
         self._shoe.machine_shuffle = False  # (a cut after this round is no restart of it)
         self._shoe.change_burn_optional = 0  # (play has begun: a later change burns its own)
         self._shoe.returned_unread = 0
+        self._shoe.shuffle_in_burn = False  # (the machine's, after a burn stopped short)
         if state == BURN:
             self._burn_short(out)
         elif state == RETURN_DISCARDS:
@@ -388,6 +458,7 @@ class Dealing(Preparation):
         self._shoe.rounds += 1
         self._shoe.round_cards = 0
         shoe = self._shoe
+        shoe.last_index = -2  # (a pair in a row is read within a round: _read_twice)
         early, shoe.early_cards = shoe.early_cards, []
         if early:  # read before the bets closed (flagged then): the round's first cards, or
             # cards drawn and set aside before it was dealt afresh — both judged (a copy:
@@ -502,7 +573,7 @@ class Dealing(Preparation):
 
     def _on_discards_returned(self, e: DiscardsReturned, out: list[Output]) -> State | None:
         shoe = self._shoe
-        shoe.return_owed = None
+        owed, shoe.return_owed = shoe.return_owed, None
         out_now = shoe.out_since_return
         kept = shoe.kept_out(self.profile.shuffler.burns_returned)
         expected = shoe.to_return(self.profile.shuffler.burns_returned)
@@ -526,7 +597,18 @@ class Dealing(Preparation):
                             {"returned": e.count, "read": expected}))
             shoe.returned_unread = int(matched < e.count)  # (read late, it is no new card)
             e = DiscardsReturned(count=matched, t=e.t)  # (the holder's share as read)
-        if e.count not in accepted and not (short and e.count - short in accepted):
+        missed = owed[0] if owed is not None else 0  # (the cards owed at the bets)
+        if e.count not in accepted and missed and e.count + missed in accepted:
+            # the last round's cards only: those of the round before, whose return was
+            # missing at the bets (DISCARDS_NOT_RETURNED then), are not among them — that
+            # slip, flagged, not a second (a review's independent dealer: one return not
+            # made or not read was two deviations). They may go back with the next.
+            out.append(Note("return_without_missed", f"{e.count} card(s) went back: the "
+                            f"last round's; the {missed} of the round before, owed at the "
+                            "bets (flagged then), were not among them", {
+                                "returned": e.count, "owed": missed}))
+            shoe.return_short = missed
+        elif e.count not in accepted and not (short and e.count - short in accepted):
             # (the burns too: early, but no card lost; with the cards the last return left
             # out: late, but no card lost — a review: flagged again, two for one slip)
             held = f" ({kept} burned card(s) stay in the discard holder)" if kept else ""

@@ -394,8 +394,16 @@ class Preparation(DayState):
         shoe = self._shoe
         state = self.state
         if state == BURN:
-            if shoe.burn_done:  # (mid-burn: no shuffler reports then)
-                raise Refused("the start burn has begun")
+            if shoe.burn_done:
+                # during the start burn no shuffler reports: unless the burn stopped there,
+                # short (the bets close next: BURN_COUNT, and this the machine's report
+                # after it — refused, one slip was two deviations, a review), the next burn
+                # card makes this an UNEXPECTED_EVENT (Dealing._on_card)
+                shoe.shuffle_in_burn = True
+                out.append(Note("machine_shuffle", "shuffle during the start burn: the "
+                                "machine's own if the burn stopped here (short); the next "
+                                "burn card says it did not", {"state": state}))
+                return True
             where = "the stack loaded, before the start burn"
         elif state in (READY, RETURN_DISCARDS) and shoe.loaded:
             shoe.machine_shuffle = True

@@ -56,6 +56,8 @@ class Shoe:
     #: a continuous shuffler's own shuffle read between rounds (001 BP §20γ): a cut right
     #: after it begins a new cycle, that shuffle its own
     machine_shuffle: bool = False
+    #: a shuffle read during the start burn, not yet judged (Preparation._machine_shuffle)
+    shuffle_in_burn: bool = False
     # its cards
     in_shoe: int = 0
     dealt: int = 0
@@ -65,6 +67,13 @@ class Shoe:
     seen: Counter[Card] = field(default_factory=Counter)
     #: copies read beyond the pack's (CARD_DUPLICATE): not counted out of the shoe
     foreign_copies: int = 0
+    #: the last round card's ``deck_index``, and the round and card where the same card
+    #: was read twice in a row (Dealing._read_twice: with a card too many for the rules,
+    #: one card read twice; None: two such pairs in the round)
+    last_index: int = -2
+    twin: tuple[int, Card | None] | None = None
+    #: per face, the cards maybe read twice (Dealing._read_twice): slack in the count
+    read_twice: Counter[Card] = field(default_factory=Counter)
     #: rounds the referee found short of a card (a draw the rule wanted, a hand's card): it
     #: may have left the shoe unread (DayState._make)
     short_rounds: set[int] = field(default_factory=set)
