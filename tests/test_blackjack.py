@@ -761,6 +761,91 @@ def test_a_double_or_surrender_where_split_aces_wait_for_a_decision_is_the_aces(
     assert r.hand("box2")["outcome"] != "surrender"
 
 
+@pytest.mark.parametrize("action", ["double", "surrender"])
+def test_the_next_boxs_double_or_surrender_while_split_aces_wait_is_the_next_boxs(
+        action: str) -> None:
+    """A review's independent dealer (ru-blackjack, 004 §3.13–3.15): box 1's split aces, the
+    second holding another ace (it may be split again), then box 2's double — named so by
+    its card — was refused on the aces: a false alarm on a correct day. The action is held
+    for the next step: a card named to box 2 makes it box 2's (the aces not split again);
+    a card named to the aces, or unnamed, leaves it theirs, refused (the test above)."""
+    box2 = "65" if action == "double" else "T6"
+    rest = (["double", {"card": "9", "to": "box2"}] if action == "double"
+            else ["surrender"])
+    r = play("ru-blackjack", [1, 2], *deal("ru-blackjack", "A" + box2[0], "9", "A" + box2[1]),
+             "split", {"card": "7", "to": "box1.1"}, {"card": "A", "to": "box1.2"}, *rest,
+             {"card": "8", "to": "dealer"})
+    assert r.codes == Counter(), r.codes
+    assert r.hand("box2")["outcome"] == ("surrender" if action == "surrender" else "win")
+    if action == "double":  # named to the aces: theirs, refused
+        r = play("ru-blackjack", [1, 2], *deal("ru-blackjack", "A6", "9", "A5"), "split",
+                 {"card": "7", "to": "box1.1"}, {"card": "A", "to": "box1.2"}, "double",
+                 {"card": "9", "to": "box1.2"}, "stand", {"card": "8", "to": "dealer"})
+        assert r.devs("ACTION_NOT_ALLOWED")[0].evidence["hand"] == "box1.2"
+
+
+@pytest.mark.parametrize("then", ["surrender", "hit"])
+def test_a_surrender_held_while_split_aces_wait_is_the_next_boxs_when_play_goes_on(
+        then: str) -> None:
+    """The same review, 600 days later: box 2's surrender held (above), then box 3's own
+    surrender — or box 3's hit, its card named to box 3 — was taken as leaving the first
+    the aces', refused. A step that the next box's surrender explains (a hand after it
+    acts) makes it the next box's."""
+    nxt = (["surrender", {"card": "8", "to": "dealer"}] if then == "surrender"
+           else [{"card": "4", "to": "box3"}, "stand", {"card": "8", "to": "dealer"}])
+    r = play("ru-blackjack", [1, 2, 3], *deal("ru-blackjack", "ATT", "9", "A65"), "split",
+             {"card": "7", "to": "box1.1"}, {"card": "A", "to": "box1.2"}, "surrender",
+             *nxt)
+    assert r.codes == Counter(), r.codes
+    assert r.hand("box2")["outcome"] == "surrender"
+
+
+@pytest.mark.parametrize("order", ["aces first", "pair first"])
+def test_a_split_either_split_aces_or_the_next_boxs_pair_may_take_is_named_by_its_card(
+        order: str) -> None:
+    """A review's independent dealer (ru-blackjack: aces may be split again, 004 §3.13):
+    box 1's split aces holding another ace, and box 2 a pair — a ``split`` either could
+    make. Taken for one, and the next card named to the other's hand, every card after
+    was misplaced (5 deviations on a correct day, either way round). The split is undone
+    on the first and made on the other when its card says so."""
+    if order == "aces first":  # both second cards dealt first, then the aces split again
+        script = ["split", {"card": "A", "to": "box1.1"}, {"card": "7", "to": "box1.2"},
+                  "split", {"card": "K", "to": "box1.1"}, {"card": "7", "to": "box1.2"},
+                  "stand", {"card": "T", "to": "dealer"}, {"card": "3", "to": "dealer"}]
+        totals = [21, 18, 18, 4]
+    else:  # the last split ace draws an ace, then box 2 splits its pair
+        script = ["split", {"card": "7", "to": "box1.1"}, {"card": "A", "to": "box1.2"},
+                  "split", {"card": "2", "to": "box2.1"}, "stand",
+                  {"card": "9", "to": "box2.2"}, "stand", {"card": "7", "to": "dealer"},
+                  {"card": "T", "to": "dealer"}]
+        totals = [18, 12, 4, 11]
+    r = play("ru-blackjack", [1, 2], *deal("ru-blackjack", "A2", "5", "A2"), *script)
+    assert r.codes == Counter(), r.codes
+    assert [h["total"] for h in r.data["hands"]] == totals
+    # unnamed, the split stands as taken: the pair's when it may be split
+    r = play("ru-blackjack", [1, 2], *deal("ru-blackjack", "A2", "5", "A2"), "split",
+             {"card": "A", "to": "box1.1"}, {"card": "7", "to": "box1.2"}, "split", "K", "7",
+             "stand", "T", "3")
+    assert [h["total"] for h in r.data["hands"]][:2] == [12, 18]
+
+
+@pytest.mark.parametrize("name", [n for n in BJ
+                                  if prof(n).blackjack.split_aces_max == 1])  # type: ignore
+def test_a_refused_split_of_aces_again_shown_made_by_its_cards_is_one_slip(name: str
+                                                                           ) -> None:
+    """A review's independent dealer: aces split again where the rules refuse it (000 §14,
+    002 §3 2.7), and each ace's card named to the hands the split made — the refusal,
+    then a card to a finished hand and the dealer's draw misjudged: 3 for one slip. A card
+    named to the aces' hand, or to a hand only the split made, shows it made: refused,
+    and done. (Unnamed, it stands as not made: test_resplit_aces.)"""
+    r = play(name, [1], *deal(name, "A", "9", "A", hole="8"), "split",
+             {"card": "A", "to": "box1.1"}, "split", {"card": "K", "to": "box1.1"},
+             {"card": "K", "to": "box1.2"}, {"card": "K", "to": "box1.3"},
+             *dealer_rest(name, "8"))
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1}), r.codes
+    assert [h["total"] for h in r.data["hands"]] == [21, 21, 21]
+
+
 @pytest.mark.parametrize("name", BJ)
 def test_split_ace_receiving_an_ace_without_a_resplit_is_finished(name: str) -> None:
     r = play(name, [1], *deal(name, "A", "9", "A", hole="8"), "split", "A", "7",

@@ -202,6 +202,21 @@ class BlackjackReferee(CardLedger):
         #: the last card, if it came out face up and was burned while naming (``to``) the
         #: hand that was due: the next card shows whether it was (:meth:`_exposed_kept`)
         self.exposed_for: tuple[_Rec, _Hand, str] | None = None
+        #: a split the table could have meant for either of two hands — split aces
+        #: holding another ace (004 §3.13 allows them split again) and another box's
+        #: pair — taken as the first's (:meth:`_split_target`): the hand split, the other,
+        #: and the split hand's flags before it; the next card's ``to`` may say it was the
+        #: other's (:meth:`_split_named`)
+        self.split_either: tuple[_Hand, _Hand, bool, bool] | None = None
+        #: the split aces :meth:`_aces_decided` passed over for the next hand's split
+        self.aces_passed: _Hand | None = None
+        #: split aces whose split again was refused and taken as not made: the next card
+        #: may show it was (:meth:`_refused_split_made`)
+        self.aces_refused: _Hand | None = None
+        #: a double or surrender while split aces holding another ace wait for the table's
+        #: decision (004 §3.13), which the next box could take: held for the next step
+        #: (:meth:`_hold`)
+        self.held: tuple[str, _Hand, _Hand] | None = None
 
     # ------------------------------------------------------------------ the seam
 
@@ -232,7 +247,12 @@ class BlackjackReferee(CardLedger):
     def card(self, event: CardDrawn) -> list[Output]:
         if not self.active:
             return super().card(event)
-        out = self._exposed_kept(event)
+        if self.split_either is not None:
+            self._split_named(event.to)
+        if self.aces_refused is not None:
+            self._refused_split_made(event.to)
+        out = self._release_held(event.to) if self.held is not None else []
+        out += self._exposed_kept(event)
         out += self._card(event)
         last = self.recs[-1] if self.recs else None
         self.drawn_last = (last.hand if last is not None and last.why in _DRAWN
@@ -293,8 +313,12 @@ class BlackjackReferee(CardLedger):
     def action(self, action: str) -> list[Output]:
         if not self.active:
             return []
+        if self.held is not None:
+            return self._release_held(None, action) + self.action(action)
         self.drawn_before, self.drawn_last = self.drawn_last, None
         self.exposed_for = None
+        self.split_either = None  # (a decision since: the split stands as taken)
+        self.aces_refused = None
         out: list[Output] = []
         if self._hole_due():  # a decision with only the hole card due: it was not dealt
             out += self._hole_skipped(f"a {action}")
@@ -342,14 +366,19 @@ class BlackjackReferee(CardLedger):
                 hand = self._in_play()
             out += self._owed_verdict()
             hand = self._aces_decided(action, hand)
+            if self._hold(action, hand):
+                self._settle()
+                return out
             if action == "double" and self._double_recorded_late(hand):
                 hand = self.drawn_before  # (its card made it 21 or more: finished)
             if (action == "split" and aces is not None
                     and (hand is None or len(hand.cards) != 2 or hand.double_pending)):
                 # no hand after them could be split: the split was the aces' again (000 §14
-                # "no new split", 002 §3 2.7), refused as it would be there, and named so
+                # "no new split", 002 §3 2.7), refused as it would be there, and named so;
+                # the next card may show it made (:meth:`_refused_split_made`)
                 assert aces.box is not None
                 out.append(self._not_allowed("split", aces, self._split_limit(aces.box, True)))
+                self.aces_refused = aces
             elif hand is None:
                 if action != "stand":  # a stand with no hand in play changes nothing
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
@@ -360,13 +389,20 @@ class BlackjackReferee(CardLedger):
             elif action == "double":
                 out += self._double(hand)
             elif action == "split":
-                out += self._split(hand)
+                other = self._split_other(hand)
+                flags = (hand.from_split, hand.split_aces)
+                found = self._split(hand)
+                out += found
+                if other is not None and not found:
+                    self.split_either = (hand, other, flags[0], flags[1])
             elif action == "surrender":
                 out += self._surrender(hand)
         self._settle()
         return out
 
     def end(self) -> list[Output]:
+        if self.active and self.held is not None:
+            return self._release_held(None) + self.end()
         if not self.active:
             return super().end()
         out: list[Output] = []
@@ -816,7 +852,124 @@ class BlackjackReferee(CardLedger):
         elif action == "split" and (hand is None or not self._splittable(hand)):
             aces.done = False
             return aces
+        elif action == "split":
+            self.aces_passed = aces  # (this hand's split, or the aces': _split_other)
         return hand
+
+    def _split_other(self, hand: _Hand) -> _Hand | None:
+        """The hand a ``split`` taken as ``hand``'s may have been meant for: split aces
+        holding another ace that may be split again (004 §3.13) and another box's pair —
+        the aces passed over for the pair (:meth:`_aces_decided`), or the pair after the
+        aces in play. None when the split can only be ``hand``'s."""
+        aces, self.aces_passed = self.aces_passed, None
+        if aces is not None:
+            return aces if aces.box is not hand.box and self._splittable(aces) else None
+        if not self._ace_pending(hand) or not self._resplit_open(hand):
+            return None
+        after = self._next_open(hand)
+        return (after if after is not None and after.box is not hand.box
+                and self._splittable(after) else None)
+
+    def _hold(self, action: str, hand: _Hand | None) -> bool:
+        """Hold a ``double`` or ``surrender`` that split aces waiting for the table's
+        decision (another ace on one, 004 §3.13: they may be split again) cannot take,
+        where the next box may: whose it was, the next step says (:meth:`_release_held`).
+        Refused on the aces, the next box's double on a correct day was a false alarm (a
+        review's independent dealer); passed on, a double planted on the aces went through
+        (the review before it)."""
+        if action not in ("double", "surrender") or hand is None \
+                or not self._ace_pending(hand) or not self._resplit_open(hand):
+            return False
+        other = self._next_open(hand)
+        if other is None or other.box is hand.box or len(other.cards) != 2:
+            return False
+        if action == "double":
+            allowed = not other.double_pending and not self._double_refused(other,
+                                                                             other.cards)
+        else:
+            allowed = (self.rule.surrender != "none" and not other.from_split
+                       and other.doubled_at is None and bool(self.dealer.cards)
+                       and self.dealer.cards[0].rank != "A")
+        if allowed:
+            self.held = (action, hand, other)
+        return allowed
+
+    def _release_held(self, to: str | None, then: str | None = None) -> list[Output]:
+        """The step after a held action (:meth:`_hold`): a card named (``to``) to the next
+        box, or to one after it (the next box surrendered), says the action was that box's
+        — the aces were not split again — and so does
+        the dealer's card after a surrender (the aces' refused, the box would act before
+        the dealer draws), and another action (``then``) right after a surrender that a
+        hand after the next box can take (a review's independent dealer: two boxes
+        surrendering in turn). Anything else — a card named to the aces, or unnamed, an
+        action that reading leaves without a hand, the round's end — leaves it the aces',
+        refused there as before."""
+        held, self.held = self.held, None
+        if held is None:
+            return []
+        action, aces, other = held
+        text = to.strip().lower() if to else ""
+        m = _BOX.match(text)
+        if ((m is not None and aces.box is not None and int(m.group(1)) != aces.box.number)
+                or (action == "surrender" and text == DEALER)
+                or (action == "surrender" and then is not None
+                    and self._next_open(other) is not None)):
+            aces.done = True
+            hand = other
+        else:
+            hand = aces
+        return self._double(hand) if action == "double" else self._surrender(hand)
+
+    def _refused_split_made(self, to: str | None) -> None:
+        """The card after a split of aces again that the rules refuse (000 §14, 002 §3
+        2.7), taken as not made: named (``to``) to the aces' hand or to a hand of their
+        box that only the split would have made, it was made — refused (flagged then) and
+        done, as a refused action is, so that each ace's card is not also a card to a
+        finished hand and the dealer's draws misjudged (a review's independent dealer: 3
+        deviations for one split). Unnamed, it stands as not made."""
+        aces, self.aces_refused = self.aces_refused, None
+        box = aces.box if aces is not None else None
+        m = _BOX.match(to.strip().lower()) if to else None
+        if aces is None or box is None or m is None or m.group(2) is None \
+                or int(m.group(1)) != box.number or len(aces.recs) != 2:
+            return
+        i = int(m.group(2)) - 1
+        if i < len(box.hands) and box.hands[i] is not aces:
+            return
+        aces.done = False
+        self._split(aces)  # (its refusal was raised with the split)
+
+    def _split_named(self, to: str | None) -> None:
+        """The card after a split that either of two hands may have made
+        (:attr:`split_either`): named (``to``) to the other's box, the split was the
+        other's — undone on the hand it was taken for (no card has come since) and made
+        on the other (a review's independent dealer: split aces split again before the
+        next box's pair, the pair's split taken, 5 deviations on a correct day). Unnamed,
+        or named to the split hand's box, it stands."""
+        either, self.split_either = self.split_either, None
+        if either is None or not to:
+            return
+        hand, other, from_split, split_aces = either
+        m = _BOX.match(to.strip().lower())
+        box, theirs = hand.box, other.box
+        if m is None or box is None or theirs is None or int(m.group(1)) != theirs.number:
+            return
+        at = box.hands.index(hand)
+        new = box.hands[at + 1] if at + 1 < len(box.hands) else None
+        if new is None or len(new.recs) != 1 or len(hand.recs) != 1:
+            return
+        second = new.recs[0]
+        new.recs.clear()
+        hand.recs.append(second)
+        second.hand = hand
+        box.hands.pop(at + 1)
+        box.splits -= 1
+        box.ace_splits -= int(hand.recs[0].card.rank == "A" == second.card.rank)
+        hand.from_split, hand.split_aces = from_split, split_aces
+        if self._ace_pending(hand):  # the aces were not split again: the pair was
+            hand.done = True
+        other.done = False
+        self._split(other)
 
     def _splittable(self, hand: _Hand) -> bool:
         """Whether ``hand`` may be split (:meth:`_split` would take it unrefused)."""
