@@ -104,7 +104,10 @@ class PtyHost:
         if self.link_dir is None:
             sweep_stale_link_dirs()
             self.link_dir = Path(tempfile.mkdtemp(prefix=LINK_DIR_PREFIX))
-            (self.link_dir / "pid").write_text(f"{os.getpid()}\n")
+            # written whole, then renamed: a sweep (or a test) reading it never sees it
+            # empty (a test's race: read between its creation and its write)
+            (self.link_dir / "pid.tmp").write_text(f"{os.getpid()}\n")
+            os.replace(self.link_dir / "pid.tmp", self.link_dir / "pid")
         self.link_dir.mkdir(parents=True, exist_ok=True)
         self._t0 = self.clock()
         for name in self.devices:
