@@ -957,9 +957,36 @@ def test_a_shoe_shuffled_again_during_its_start_burn_is_a_new_shoe(name: str,
     r = run(name, events(mutated))
     assert r.codes() == (Counter({"BURN_COUNT": 1}) if drawn else Counter()), r.codes()
     if drawn:
-        assert r.at("BURN_COUNT") == [burns[0] + drawn]  # at the shuffle
+        assert r.at("BURN_COUNT") == [burns[0] + drawn + 1]  # at the cut: a new shoe
         assert only(r, "BURN_COUNT")[0].evidence["burned"] == drawn
     assert r.engine.shoe == run(name, events(steps)).engine.shoe + 1
+
+
+@pytest.mark.parametrize("name", [n for n in FIVE_BURN_PROFILES + BY_VALUE_PROFILES
+                                  if not prof(n).shuffler.continuous])
+@pytest.mark.parametrize("then", ["the burn goes on", "the bets"])
+def test_a_stray_shuffle_during_the_start_burn_is_one_unexpected_event(name: str,
+                                                                       then: str) -> None:
+    """The other side of the test above (a review): a shuffle recorded during the start
+    burn with no cut after it is no new shoe — taken as one at once, a stray shuffle with
+    the burn going on was BURN_COUNT, CUT_MISSING, CUT_CARD_MISSING and BURN_COUNT again.
+    The next step says: a burn card, one UNEXPECTED_EVENT for the shuffle (the burn judged
+    as ever); the bets, that and the burn short, as before."""
+    steps, burns = next((st, b) for seed in range(20) for st in [day(name, seed)]
+                        for b in [_burns(st)] if len(b) > 2)
+    at = burns[1] if then == "the burn goes on" else burns[-1]
+    mutated = insert(steps, at, {"type": "shuffle"})
+    if then == "the bets":
+        mutated = drop(mutated, at + 1)  # (the burn's last card: the bets come next)
+    r = run(name, events(mutated))
+    codes = r.codes()
+    if then == "the burn goes on":
+        assert codes == Counter({"UNEXPECTED_EVENT": 1}), codes
+    else:  # (the card dropped is a card fewer in the shoe: its cut card may be one off)
+        assert codes["UNEXPECTED_EVENT"] == codes["BURN_COUNT"] == 1, codes
+        assert not {"CUT_MISSING", "CUT_CARD_MISSING", "SHUFFLE_MISSING"} & set(codes)
+    assert r.at("UNEXPECTED_EVENT") == [at + 1]  # (read late: at the step after it)
+    assert r.engine.shoe == run(name, events(steps)).engine.shoe
 
 
 @pytest.mark.parametrize("name", FIVE_BURN_PROFILES + BY_VALUE_PROFILES)
@@ -1135,6 +1162,33 @@ def test_card_before_bets_closed(name: str) -> None:
     assert r.states[bets] == "ready"
 
 
+@pytest.mark.parametrize("name", ["gr-banco-punto", "gr-banco-punto-shuffler"])
+def test_a_first_card_exposed_before_the_bets_is_one_slip_whatever_its_infos(name: str
+                                                                           ) -> None:
+    """A review's independent dealer: a round's first card came out face up before the
+    bets closed — used, the hand a dummy (001 BP §5: EXPOSED_CARD and DUMMY_HAND, infos).
+    Judged both ways, the reading with it set aside won on the count of deviations, two
+    infos against the round's DRAW_RULE: one slip became two. Infos count only between
+    readings with as many slips."""
+    steps = day(name)
+    done = 0
+    for rnd in range(2, 40):
+        cards = round_cards(steps, rnd)
+        if len(cards) < 5:
+            continue  # (a round of four: either reading deals it right)
+        bets = first(steps, "bets_closed", rnd=rnd)
+        steps_x = [*steps]
+        steps_x[cards[0]] = dataclasses.replace(
+            steps[cards[0]], event={**steps[cards[0]].event, "exposed": True})
+        r = run(name, events(move(steps_x, cards[0], bets)))
+        assert r.proc() == Counter({"CARD_BEFORE_BETS_CLOSED": 1}), (rnd, r.codes())
+        assert not r.devs("DRAW_RULE"), rnd
+        done += 1
+        if done == 4:
+            break
+    assert done == 4
+
+
 def test_card_before_bets_closed_is_a_profile_setting() -> None:
     p = _custom("gr-chemin-de-fer", dealing={"bets_close_before_cards": False})
     steps = day("gr-chemin-de-fer")
@@ -1308,6 +1362,31 @@ def test_a_card_read_twice_in_a_round_is_the_rounds_slip_only(name: str) -> None
     assert done >= 10 and allowed >= 1
 
 
+def test_only_a_card_too_many_for_the_rules_takes_a_pair_in_a_row_as_read_twice() -> None:
+    """A review: any deviation of the round's referee gave a round with a pair in a row the
+    double read's slack — an exposed card (EXPOSED_CARD, DUMMY_HAND: infos) too. Only the
+    findings of a card too many do (DRAW_RULE after a natural, where the rule stands,
+    beyond the tableau; a card to a finished hand; the dealer's draw on 17 or more)."""
+    name = "gr-banco-punto"
+    for seed in range(10):
+        steps = day(name, seed)
+        for rnd in range(2, 60):
+            cards = round_cards(steps, rnd)
+            faces = [steps[i].event["card"] for i in cards]
+            pair = next((k for k in range(1, len(faces) - 1) if faces[k] == faces[k - 1]),
+                        None)
+            if pair is None:
+                continue
+            after = cards[pair + 1]  # (a card after the pair, exposed: used, 001 BP §5)
+            exposed = [*steps]
+            exposed[after] = dataclasses.replace(
+                steps[after], event={**steps[after].event, "exposed": True})
+            r = run(name, events(exposed))
+            assert r.codes()["EXPOSED_CARD"] == 1 and not r.notes("read_twice"), r.codes()
+            return
+    raise AssertionError("no round with a pair in a row in ten days")
+
+
 def test_a_card_too_many_without_a_pair_in_a_row_is_no_double_read() -> None:
     """The other side of the test above: a card too many in a round without a card read
     twice in a row is counted as it was read (no note): only a round that read a card
@@ -1336,6 +1415,17 @@ def test_a_stud_card_read_twice_is_one_duplicate_and_no_hand_a_card_long() -> No
     steps = day(name)
     steps[cards[4]].event["card"] = steps[cards[1]].event["card"]  # (not in a row)
     r = run(name, events(steps))
+    assert "read_twice" not in only(r, "CARD_DUPLICATE")[0].evidence
+    # in a row but named to the next place: a foreign copy dealt to that hand (a scanner
+    # reads a card's place twice with it) — one CARD_DUPLICATE, the hand whole
+    steps = day(name)
+    first_, second = (steps[i].event for i in cards[:2])
+    assert first_["to"] != second["to"]
+    named = [*steps]
+    named[cards[1]] = dataclasses.replace(steps[cards[1]],
+                                          event={**second, "card": first_["card"]})
+    r = run(name, events(named))
+    assert r.codes() == Counter({"CARD_DUPLICATE": 1}), r.codes()
     assert "read_twice" not in only(r, "CARD_DUPLICATE")[0].evidence
 
 

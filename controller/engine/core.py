@@ -62,6 +62,7 @@ from controller.events import (
     DiscardsReturned,
     Event,
     RoundEnd,
+    Shuffle,
     TableOpen,
 )
 from controller.outputs import Note, Output, Prompt, Transition, consequence, transition
@@ -202,8 +203,17 @@ class TableEngine(DeviceEvents):
                     return late
             if event.type == "round_end" and self._late_round_end():
                 return [self._late_round_end_note()]
-            if event.type == "shuffle" and before == BURN and not self._shoe.rounds:
-                return self._reshuffled_in_burn(event)
+            if before == BURN and not self._shoe.rounds:
+                if isinstance(event, Shuffle):  # (a shoe's: the next step says what it was)
+                    self._shoe.shuffle_in_burn = event
+                    return [Note("shuffle_in_burn", "shuffle during the start burn: a new "
+                                 "shoe if the cut follows; a stray step if the burn goes on",
+                                 {"state": before})]
+                pending = self._shoe.shuffle_in_burn
+                if pending is not None and event.type in ("cut", "cut_card_placed",
+                                                          "shoe_loaded"):
+                    self._shoe.shuffle_in_burn = None
+                    return self._reshuffled_in_burn(pending, event)
             if before == CLOSED and self._opens_a_day(event):
                 return self._open_implied(event)
             if isinstance(event, TableOpen) and self._implied_by is not None \
@@ -228,22 +238,25 @@ class TableEngine(DeviceEvents):
         out.append(self.prompt())
         return out
 
-    def _reshuffled_in_burn(self, event: Event) -> list[Output]:
+    def _reshuffled_in_burn(self, shuffle: Shuffle, event: Event) -> list[Output]:
         """A ``shuffle`` during a shoe's start burn (a shoe, not a continuous shuffler's:
-        its own mixing is a note, Preparation._machine_shuffle): the dealer gathered the
-        stack and shuffled again — a new shoe begins here, as a re-shuffle between rounds
-        begins one (002 3.2.2), and the burn left short is one ``BURN_COUNT`` (none when
-        no card was drawn yet: the stack came back out whole). Refused, the new shoe's
-        shuffle, cut, cut card and load were four ``UNEXPECTED_EVENT`` and its burn a burn
-        too many of the old shoe (a review's independent dealer: 5 deviations, the
-        burn's named backwards)."""
+        its own mixing is a note, Preparation._machine_shuffle), followed by a cut (or the
+        cut card, or the load): the dealer gathered the stack and shuffled again — a new
+        shoe begins at the shuffle, as a re-shuffle between rounds begins one (002 3.2.2),
+        and the burn left short is one ``BURN_COUNT`` (none when no card was drawn yet:
+        the stack came back out whole). Refused, the new shoe's shuffle, cut, cut card and
+        load were four ``UNEXPECTED_EVENT`` and its burn a burn too many of the old shoe
+        (a review's independent dealer: 5 deviations, the burn's named backwards). Taken
+        at once, a stray ``shuffle`` with the burn going on was four (a review): a burn
+        card next makes it one ``UNEXPECTED_EVENT`` (Dealing._on_card), the bets next
+        too (Dealing._on_bets_closed)."""
         before = self._state
         out: list[Output] = []
         if self._shoe.burn_done:
             self._burn_short(out)
         self._state = READY.value
-        for o in self._dispatch(event):
-            if not isinstance(o, Transition | Prompt):
+        for o in (*self._dispatch(shuffle), *self._dispatch(event)):
+            if not isinstance(o, Transition | Prompt):  # (one transition for the two)
                 out.append(o)
         out.append(transition(before, self._state, event.type))
         out.append(self.prompt())

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from controller.cards import NEW_DECK, Card, burn_value, parse_card
-from controller.deviations import Deviation
+from controller.deviations import Deviation, Severity
 from controller.engine.checks import check_cut_card_window, window_holds
-from controller.engine.day import Refused, _card_unsure
+from controller.engine.day import _CARD_COUNT_UNSURE, Refused, _card_unsure
 from controller.engine.preparation import Preparation
 from controller.engine.states import (
     BURN,
@@ -41,7 +41,6 @@ from controller.events import (
     DiscardsReturned,
     PlayersLeft,
     RoundEnd,
-    Shuffle,
     StubCount,
 )
 from controller.outputs import Note, Output, consequence
@@ -91,7 +90,11 @@ class Dealing(Preparation):
     def _round_ended(self) -> list[Output]:
         """The referee's ``end``; in a round judged both ways, the reading with fewer
         deviations (the round's own cards where they tie) goes on, and what it said during
-        the round comes out now."""
+        the round comes out now. The info ones (an exposed card, a dummy hand: facts, no
+        slip) count only between readings with as many slips: a Banco Punto card exposed
+        before the bets, the round's first (used: a dummy hand, 001 BP §5), was read as set
+        aside for its two infos, and the round a DRAW_RULE (a review's independent
+        dealer)."""
         shoe = self._shoe
         ended = shoe.referee.end()
         if shoe.aside is None:
@@ -100,8 +103,9 @@ class Dealing(Preparation):
         mine = [*shoe.held, *ended]
         theirs = [*shoe.held_aside, *aside_ended]
 
-        def count(outs: list[Output]) -> int:
-            return sum(isinstance(o, Deviation) for o in outs)
+        def count(outs: list[Output]) -> tuple[int, int]:
+            devs = [o for o in outs if isinstance(o, Deviation)]
+            return sum(d.severity != Severity.INFO for d in devs), len(devs)
 
         if count(theirs) < count(mine):
             shoe.referee, mine = shoe.aside, theirs
@@ -148,7 +152,7 @@ class Dealing(Preparation):
                 scope = ("since the discards last went back" if self.profile.shuffler_mode
                          else "in this shoe")
                 if decks == 1 and card.deck_index == shoe.last_index \
-                        and state in (ROUND, LAST_ROUND):
+                        and state in (ROUND, LAST_ROUND) and self._same_place(e):
                     return self._read_twice_foreign(card, times, scope, out)
                 out.append(self._make(
                     "CARD_DUPLICATE",
@@ -169,10 +173,10 @@ class Dealing(Preparation):
                 except Exception as exc:  # (a fault in the screen: _screen_failed)
                     self._screen_failed(exc, out)
         if state == BURN:
-            if shoe.shuffle_in_burn:  # the burn went on: that shuffle was no machine's
-                shoe.shuffle_in_burn = False
-                out.append(self._unexpected(Shuffle(t=e.t), "a shuffle during the start "
-                                            "burn, which went on after it (read late)"))
+            if shoe.shuffle_in_burn is not None:  # the burn went on: that shuffle was no
+                out.append(self._unexpected(shoe.shuffle_in_burn, "a shuffle during the "
+                                            "start burn, which went on after it (read late)"))
+                shoe.shuffle_in_burn = None  # machine's, nor a new shoe's
             shoe.burned += 1
             shoe.burned_since_return += 1
             shoe.burn_done += 1
@@ -289,11 +293,11 @@ class Dealing(Preparation):
         (return_count)."""
         shoe = self._shoe
         if shoe.twin is None or shoe.aside is not None or self.profile.shuffler_mode or \
-                not any(isinstance(o, Deviation) and _card_unsure(o.code, o.evidence) > 0
-                        for o in found):
+                not any(isinstance(o, Deviation) and o.code in _CARD_COUNT_UNSURE
+                        and _card_unsure(o.code, o.evidence) > 0 for o in found):
             return
         card = shoe.twin[1]
-        shoe.twin = None
+        shoe.twin = (self.round, None)  # (once a round: a pair after it is no second)
         if card is None:  # (two pairs in the round: neither is taken)
             return
         shoe.read_twice[card] += 1
@@ -301,6 +305,16 @@ class Dealing(Preparation):
                         "holds one card too many for the rules (above): maybe one card read "
                         "twice — the shoe's count and the face's copies allow for it",
                         {"card": str(card)}))
+
+    def _same_place(self, e: CardDrawn) -> bool:
+        """Does ``e`` name (``to``) the place the round's last card went, or is either
+        unnamed? A scanner that reads a card twice reads its place twice too: a copy named
+        to another player is a foreign card dealt to that player (a review: taken as read
+        twice, that player's hand was a card short, DEAL_COUNT as well)."""
+        cards = self._shoe.referee.cards
+        if not e.to or not cards or cards[-1].to == "round":
+            return True
+        return cards[-1].to.strip().lower() == e.to.strip().lower()
 
     def _read_twice_foreign(self, card: Card, times: int, scope: str,
                             out: list[Output]) -> State | None:
@@ -433,7 +447,12 @@ class Dealing(Preparation):
         self._shoe.machine_shuffle = False  # (a cut after this round is no restart of it)
         self._shoe.change_burn_optional = 0  # (play has begun: a later change burns its own)
         self._shoe.returned_unread = 0
-        self._shoe.shuffle_in_burn = False  # (the machine's, after a burn stopped short)
+        stray, self._shoe.shuffle_in_burn = self._shoe.shuffle_in_burn, None
+        if stray is not None and not self.profile.shuffler.continuous:
+            # a shoe's shuffle during its start burn, no cut after it: no new shoe, a stray
+            # step (a continuous shuffler's: the machine's, after a burn stopped short)
+            out.append(self._unexpected(stray, "a shuffle during the start burn, the bets "
+                                        "next without a cut (read late)"))
         if state == BURN:
             self._burn_short(out)
         elif state == RETURN_DISCARDS:

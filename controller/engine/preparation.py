@@ -300,7 +300,7 @@ class Preparation(DayState):
         out.extend(min(verdicts, key=lambda v: sum(isinstance(o, Deviation) for o in v)))
 
     def _on_shuffle(self, e: Shuffle, out: list[Output]) -> State | None:
-        if self._machine_shuffle(out):
+        if self._machine_shuffle(e, out):
             return None
         if self.profile.inspection.opening_check and not self.checked_open:
             self.checked_open = True
@@ -382,7 +382,7 @@ class Preparation(DayState):
         self._begin_shoe(out)
         self._shoe.shuffled = True
 
-    def _machine_shuffle(self, out: list[Output]) -> bool:
+    def _machine_shuffle(self, e: Shuffle, out: list[Output]) -> bool:
         """A ``shuffle`` a continuous shuffler reports of its own mixing — between rounds, or
         once the stack is in it before the start burn's first card — is no new cycle: the
         hands follow one another without a cut or a burn (001 BP §20γ, §20δ(6); the driver
@@ -399,7 +399,7 @@ class Preparation(DayState):
                 # short (the bets close next: BURN_COUNT, and this the machine's report
                 # after it — refused, one slip was two deviations, a review), the next burn
                 # card makes this an UNEXPECTED_EVENT (Dealing._on_card)
-                shoe.shuffle_in_burn = True
+                shoe.shuffle_in_burn = e
                 out.append(Note("machine_shuffle", "shuffle during the start burn: the "
                                 "machine's own if the burn stopped here (short); the next "
                                 "burn card says it did not", {"state": state}))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.cards import Card
-from controller.events import CardDrawn
+from controller.events import CardDrawn, Shuffle
 from controller.rounds import CardLedger
 
 
@@ -56,8 +56,9 @@ class Shoe:
     #: a continuous shuffler's own shuffle read between rounds (001 BP §20γ): a cut right
     #: after it begins a new cycle, that shuffle its own
     machine_shuffle: bool = False
-    #: a shuffle read during the start burn, not yet judged (Preparation._machine_shuffle)
-    shuffle_in_burn: bool = False
+    #: a shuffle read during the start burn, not yet judged: the next step says what it
+    #: was (Preparation._machine_shuffle; a shoe's: TableEngine._reshuffled_in_burn)
+    shuffle_in_burn: Shuffle | None = None
     # its cards
     in_shoe: int = 0
     dealt: int = 0
