@@ -800,6 +800,28 @@ def test_a_surrender_held_while_split_aces_wait_is_the_next_boxs_when_play_goes_
     assert r.hand("box2")["outcome"] == "surrender"
 
 
+@pytest.mark.parametrize("action", ["double", "surrender"])
+def test_a_held_action_given_to_the_next_box_is_the_aces_when_a_stand_is_left_over(
+        action: str) -> None:
+    """A review of the held action: a double or surrender planted on split aces waiting for
+    a decision, then the next boxes standing (a double's box hitting first, its card named
+    to it) — given to the next box by those steps, the last stand found no hand and the
+    slip went unflagged. A stand left over with nothing but stands since (and the double's
+    card) shows the action was the aces': refused there, late; the box stood."""
+    box2, box3 = ("65", "T7") if action == "double" else ("T6", "T7")
+    after = ([{"card": "9", "to": "box2"}, "stand", "stand"] if action == "double"
+             else ["stand", "stand"])
+    r = play("ru-blackjack", [1, 2, 3],
+             *deal("ru-blackjack", "A" + box2[0] + box3[0], "9", "A" + box2[1] + box3[1]),
+             "split", {"card": "7", "to": "box1.1"}, {"card": "A", "to": "box1.2"}, action,
+             *after, {"card": "8", "to": "dealer"})
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1}), r.codes
+    refused = r.devs("ACTION_NOT_ALLOWED")[0]
+    assert refused.evidence["hand"] == "box1.2" and refused.evidence["action"] == action
+    assert r.hand("box2")["outcome"] not in ("surrender", None)
+    assert r.hand("box2")["total"] == (20 if action == "double" else 16)
+
+
 @pytest.mark.parametrize("order", ["aces first", "pair first"])
 def test_a_split_either_split_aces_or_the_next_boxs_pair_may_take_is_named_by_its_card(
         order: str) -> None:

@@ -217,6 +217,10 @@ class BlackjackReferee(CardLedger):
         #: decision (004 §3.13), which the next box could take: held for the next step
         #: (:meth:`_hold`)
         self.held: tuple[str, _Hand, _Hand] | None = None
+        #: a held action the next step gave to the next box (:meth:`_release_held`): a
+        #: ``stand`` when no hand is left to take it shows it was the aces' after all
+        #: (:meth:`_released_was_the_aces`)
+        self.released: tuple[str, _Hand, _Hand] | None = None
 
     # ------------------------------------------------------------------ the seam
 
@@ -251,6 +255,10 @@ class BlackjackReferee(CardLedger):
             self._split_named(event.to)
         if self.aces_refused is not None:
             self._refused_split_made(event.to)
+        released = self.released
+        if released is not None and not (released[0] == "double"
+                                         and released[2].double_pending):
+            self.released = None  # (a card other than the box's double's: play went on)
         out = self._release_held(event.to) if self.held is not None else []
         out += self._exposed_kept(event)
         out += self._card(event)
@@ -319,6 +327,8 @@ class BlackjackReferee(CardLedger):
         self.exposed_for = None
         self.split_either = None  # (a decision since: the split stands as taken)
         self.aces_refused = None
+        if action != "stand":
+            self.released = None  # (only stands may follow: _released_was_the_aces)
         out: list[Output] = []
         if self._hole_due():  # a decision with only the hole card due: it was not dealt
             out += self._hole_skipped(f"a {action}")
@@ -379,6 +389,8 @@ class BlackjackReferee(CardLedger):
                 assert aces.box is not None
                 out.append(self._not_allowed("split", aces, self._split_limit(aces.box, True)))
                 self.aces_refused = aces
+            elif hand is None and action == "stand" and self.released is not None:
+                out += self._released_was_the_aces()
             elif hand is None:
                 if action != "stand":  # a stand with no hand in play changes nothing
                     why = ("the dealer's blackjack ended the round" if self.peeked_blackjack
@@ -916,9 +928,33 @@ class BlackjackReferee(CardLedger):
                     and self._next_open(other) is not None)):
             aces.done = True
             hand = other
+            self.released = held
         else:
             hand = aces
         return self._double(hand) if action == "double" else self._surrender(hand)
+
+    def _released_was_the_aces(self) -> list[Output]:
+        """A ``stand`` with no hand left to take it, after a held double or surrender went
+        to the next box (:meth:`_release_held`) and nothing but stands (and the double's
+        card) since: read so, the stands are one too many — the action was the aces' (a
+        planted double or surrender on them, the next boxes standing after it: a review
+        found it unflagged). The box stood, not doubled or surrendered, and the action is
+        refused on the aces, late. (A superfluous stand after any other step is no
+        finding, as ever: docs/dealing-blackjack.md.)"""
+        released, self.released = self.released, None
+        if released is None:
+            return []
+        action, aces, other = released
+        if action == "double":
+            other.doubled_at = None
+            other.late_double = False
+        else:
+            other.surrendered = False
+        other.done = other.stood = True
+        aces.done = False  # (_double and _surrender refuse a split ace waiting so)
+        out = self._double(aces) if action == "double" else self._surrender(aces)
+        aces.done = True
+        return out
 
     def _refused_split_made(self, to: str | None) -> None:
         """The card after a split of aces again that the rules refuse (000 §14, 002 §3
