@@ -1189,6 +1189,27 @@ def test_a_first_card_exposed_before_the_bets_is_one_slip_whatever_its_infos(nam
     assert done == 4
 
 
+@pytest.mark.parametrize("back", [False, True])
+def test_a_burn_between_a_shufflers_hands_is_one_slip_kept_back_or_returned(back: bool
+                                                                           ) -> None:
+    """A review's independent dealer: a card burned between the hands of Banco Punto with a
+    shuffler (none is, 001 BP §20δ(6)) — CARD_BEFORE_BETS_CLOSED, judged both ways — kept
+    in the discard holder with the burns (§20δ(3)), was DISCARDS_NOT_RETURNED as well at
+    the next return ("6 went back; 7 were out"). A card the round's reading set aside may
+    stay with the burns, as a burn too many does, or go back with the round."""
+    name = "gr-banco-punto-shuffler"
+    steps = day(name)
+    rets = where(steps, "discards_returned")
+    window = {s.event["card"] for s in steps[rets[4]:rets[6]] if s.event["type"] == "card"}
+    stray = next(str(c) for c in pack(1) if str(c) not in window)
+    bets = first(steps, "bets_closed", rnd=6)
+    assert rets[4] < bets < rets[5]
+    if back:
+        steps[rets[5]].event["count"] += 1
+    r = run(name, events(insert(steps, bets, {"type": "card", "card": stray})))
+    assert r.codes() == Counter({"CARD_BEFORE_BETS_CLOSED": 1}), r.codes()
+
+
 def test_card_before_bets_closed_is_a_profile_setting() -> None:
     p = _custom("gr-chemin-de-fer", dealing={"bets_close_before_cards": False})
     steps = day("gr-chemin-de-fer")

@@ -146,6 +146,7 @@ class TableEngine(DeviceEvents):
             self.last_t = event.t  # (the latest time read: an event without one is later)
         if self._shoe.early_cards and event.type not in _BEFORE_BETS:
             self._shoe.early_cards = []  # (no round opened after them: they were its own)
+            self._shoe.early_unburned = 0
         out = (self._handle_under_fault(event) if state == _DEVICE_FAULT
                else self._dispatch(event))
         if self._orphaned:  # (a round judged both ways, left without its end)

@@ -109,6 +109,10 @@ class Dealing(Preparation):
 
         if count(theirs) < count(mine):
             shoe.referee, mine = shoe.aside, theirs
+            # the cards read before the bets were set aside, not the round's: a burn where
+            # the game has none (between a shuffler's hands) — the holder may keep them
+            # with the burns, as a burn too many (a review: DISCARDS_NOT_RETURNED as well)
+            shoe.extra_since_return += shoe.early_count
         shoe.aside, shoe.held, shoe.held_aside = None, [], []
         return mine
 
@@ -275,12 +279,13 @@ class Dealing(Preparation):
             card=str(card), state=state))
         if state == READY:
             shoe.early_cards.append(e)  # (the next round's first card: _on_bets_closed)
+            shoe.early_unburned += 1  # (no burn too many: set aside, not yet held back)
         return None
 
     def _read_twice(self, found: list[Output], out: list[Output]) -> None:
         """A round that read the same card twice in a row (``Shoe.twin``) now holds one
         card too many for the rules (a draw where the rule stands, after a natural, beyond
-        the tableau, to a finished hand: DayState._make's +1): maybe that card was read
+        the tableau, to a finished hand: ``_card_unsure``'s +1): maybe that card was read
         twice (a scanner's double read), the slip the referee just named — unless the
         round read two such pairs (which one?). The shoe's count allows a card more (the
         cut card's place) and the face a copy more (``CARD_DUPLICATE``), so that one
@@ -288,9 +293,9 @@ class Dealing(Preparation):
         (CUT_CARD_POSITION) and made the face's last copy one too many (CARD_DUPLICATE),
         shoes later — the sweep: two or three deviations in every baccarat profile.
         Slack, not a correction: where the two were real cards and the card too many
-        another slip, nothing false follows (a cut card a card off, a face's surplus copy
-        in that shoe pass). A shuffler's return counts allow for it already
-        (return_count)."""
+        another slip, nothing false follows — a cut card a card off, or a face's surplus
+        copy, in that shoe goes unflagged (the price: docs/deviations.md). Once a round. A
+        shuffler's return counts allow for it already (return_count)."""
         shoe = self._shoe
         if shoe.twin is None or shoe.aside is not None or self.profile.shuffler_mode or \
                 not any(isinstance(o, Deviation) and o.code in _CARD_COUNT_UNSURE
@@ -479,6 +484,7 @@ class Dealing(Preparation):
         shoe = self._shoe
         shoe.last_index = -2  # (a pair in a row is read within a round: _read_twice)
         early, shoe.early_cards = shoe.early_cards, []
+        shoe.early_count, shoe.early_unburned = shoe.early_unburned, 0
         if early:  # read before the bets closed (flagged then): the round's first cards, or
             # cards drawn and set aside before it was dealt afresh — both judged (a copy:
             # it keeps what the referee carries from round to round, the shoe's holder)
@@ -596,9 +602,11 @@ class Dealing(Preparation):
         out_now = shoe.out_since_return
         kept = shoe.kept_out(self.profile.shuffler.burns_returned)
         expected = shoe.to_return(self.profile.shuffler.burns_returned)
-        # a card burned too many (BURN_COUNT already) stays with the burns where they stay
-        # in the holder (001 BP §20δ(3)), or goes back as the round's card it may have been
-        extra = shoe.extra_since_return if kept else 0
+        # a card burned too many (BURN_COUNT already), or one read before the bets and set
+        # aside (CARD_BEFORE_BETS_CLOSED already: _round_ended), stays with the burns where
+        # they stay in the holder (001 BP §20δ(3)), or goes back as the round's card it may
+        # have been
+        extra = shoe.extra_since_return if not self.profile.shuffler.burns_returned else 0
         accepted: tuple[int, ...] = (expected, out_now, expected - extra)
         short, shoe.return_short = shoe.return_short, 0
         # a round the referee found short of a card (a draw the rule wanted: maybe drawn

@@ -124,6 +124,11 @@ class Shoe:
     #: referee there — or that round is judged short of them (a review found a draw rule,
     #: a dealer's total or a stub count flagged after the slip). Dropped at any other step.
     early_cards: list[CardDrawn] = field(default_factory=list)
+    #: of those, the ones no burn too many counted (CARD_BEFORE_BETS_CLOSED: its
+    #: ``extra_since_return`` is the burn's), and as many of the round judged both ways:
+    #: set aside, the holder may keep them (Dealing._round_ended)
+    early_unburned: int = 0
+    early_count: int = 0
     #: the round those cards opened, as if they were not its own (drawn and set aside, the
     #: round dealt afresh): judged beside ``referee`` to the round's end, which takes the
     #: reading with fewer deviations (TableEngine._round_ended); until then the round's
