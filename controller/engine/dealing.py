@@ -137,6 +137,7 @@ class Dealing(Preparation):
                 ROUND, READY):
             return self._card_behind_cut_card(e, out)
         card = e.card
+        index = card.deck_index  # (the screen's face; a round's pair in a row: _read_twice)
         # Every card that left the shoe: accounting and the duplicate check.
         seen = shoe.seen
         times = seen[card] + 1  # (a card's hash is a Python call: taken twice, not thrice)
@@ -155,7 +156,7 @@ class Dealing(Preparation):
             if times > decks + self._extra_cards[card] + shoe.read_twice[card]:
                 scope = ("since the discards last went back" if self.profile.shuffler_mode
                          else "in this shoe")
-                if decks == 1 and card.deck_index == shoe.last_index \
+                if decks == 1 and index == shoe.last_index \
                         and state in (ROUND, LAST_ROUND) and self._same_place(e):
                     return self._read_twice_foreign(card, times, scope, out)
                 out.append(self._make(
@@ -168,7 +169,7 @@ class Dealing(Preparation):
         screen = self._screen
         if screen is not None:  # ShuffleScreen.card, in line (the screen's cost per card)
             pending = screen.pending
-            pending.append(card.deck_index)  # (the screen's faces: Card.deck_index)
+            pending.append(index)  # (the screen's faces: Card.deck_index)
             if len(pending) >= screen.due:
                 try:
                     finding = screen.flush()
@@ -213,7 +214,6 @@ class Dealing(Preparation):
                 return None
             shoe.dealt += 1
             shoe.round_cards += 1
-            index = card.deck_index
             if index == shoe.last_index:  # the same card twice in a row (_read_twice)
                 twin = shoe.twin  # (a second pair in the round: which was read twice?)
                 shoe.twin = (self.round, None if twin and twin[0] == self.round else card)

@@ -76,6 +76,15 @@ def same_place(named: str, laid: str) -> bool | None:
     return m.group(1) == n.group(1)
 
 
+def _box_named(to: str | None) -> tuple[int, int | None] | None:
+    """A card's ``to`` read as a box and, for a split hand, its place (``box3.2``: (3, 2);
+    ``3``: (3, None)); None when it names no box (the dealer, the discard, a word)."""
+    m = _BOX.match(to.strip().lower()) if to else None
+    if m is None:
+        return None
+    return int(m.group(1)), (int(m.group(2)) if m.group(2) is not None else None)
+
+
 def dealer_must_draw(cards: list[Card], stands_soft_17: bool = True) -> bool:
     """The dealer's rule (000 §12γ, 002 §3 4.4 ii, 004 §3.10): draw to 16, stand on 17 —
     an ace counts 11 whenever that makes 17–21; soft 17 draws only when the profile says."""
@@ -204,7 +213,7 @@ class BlackjackReferee(CardLedger):
         self.exposed_for: tuple[_Rec, _Hand, str] | None = None
         #: a split the table could have meant for either of two hands — split aces
         #: holding another ace (004 §3.13 allows them split again) and another box's
-        #: pair — taken as the first's (:meth:`_split_target`): the hand split, the other,
+        #: pair — taken as the first's (:meth:`_split_other`): the hand split, the other,
         #: and the split hand's flags before it; the next card's ``to`` may say it was the
         #: other's (:meth:`_split_named`)
         self.split_either: tuple[_Hand, _Hand, bool, bool] | None = None
@@ -909,21 +918,19 @@ class BlackjackReferee(CardLedger):
     def _release_held(self, to: str | None, then: str | None = None) -> list[Output]:
         """The step after a held action (:meth:`_hold`): a card named (``to``) to the next
         box, or to one after it (the next box surrendered), says the action was that box's
-        — the aces were not split again — and so does
-        the dealer's card after a surrender (the aces' refused, the box would act before
-        the dealer draws), and another action (``then``) right after a surrender that a
-        hand after the next box can take (a review's independent dealer: two boxes
-        surrendering in turn). Anything else — a card named to the aces, or unnamed, an
-        action that reading leaves without a hand, the round's end — leaves it the aces',
-        refused there as before."""
+        — the aces were not split again — and so do the dealer's card after a surrender
+        (the aces' refused, the box would act before the dealer draws) and another action
+        (``then``) right after a surrender that a hand after the next box can take (a
+        review's independent dealer: two boxes surrendering in turn). Anything else — a
+        card named to the aces, or unnamed, an action that reading leaves without a hand,
+        the round's end — leaves it the aces', refused there as before."""
         held, self.held = self.held, None
         if held is None:
             return []
         action, aces, other = held
-        text = to.strip().lower() if to else ""
-        m = _BOX.match(text)
-        if ((m is not None and aces.box is not None and int(m.group(1)) != aces.box.number)
-                or (action == "surrender" and text == DEALER)
+        named = _box_named(to)
+        if ((named is not None and aces.box is not None and named[0] != aces.box.number)
+                or (action == "surrender" and (to or "").strip().lower() == DEALER)
                 or (action == "surrender" and then is not None
                     and self._next_open(other) is not None)):
             aces.done = True
@@ -965,11 +972,11 @@ class BlackjackReferee(CardLedger):
         deviations for one split). Unnamed, it stands as not made."""
         aces, self.aces_refused = self.aces_refused, None
         box = aces.box if aces is not None else None
-        m = _BOX.match(to.strip().lower()) if to else None
-        if aces is None or box is None or m is None or m.group(2) is None \
-                or int(m.group(1)) != box.number or len(aces.recs) != 2:
+        named = _box_named(to)
+        if aces is None or box is None or named is None or named[1] is None \
+                or named[0] != box.number or len(aces.recs) != 2:
             return
-        i = int(m.group(2)) - 1
+        i = named[1] - 1
         if i < len(box.hands) and box.hands[i] is not aces:
             return
         aces.done = False
@@ -983,12 +990,12 @@ class BlackjackReferee(CardLedger):
         next box's pair, the pair's split taken, 5 deviations on a correct day). Unnamed,
         or named to the split hand's box, it stands."""
         either, self.split_either = self.split_either, None
-        if either is None or not to:
+        named = _box_named(to)
+        if either is None or named is None:
             return
         hand, other, from_split, split_aces = either
-        m = _BOX.match(to.strip().lower())
         box, theirs = hand.box, other.box
-        if m is None or box is None or theirs is None or int(m.group(1)) != theirs.number:
+        if box is None or theirs is None or named[0] != theirs.number:
             return
         at = box.hands.index(hand)
         new = box.hands[at + 1] if at + 1 < len(box.hands) else None
