@@ -292,6 +292,27 @@ def test_a_round_end_one_step_late_is_one_deviation(name: str) -> None:
         assert r.engine.state == "closed"
 
 
+@pytest.mark.parametrize("name", SHUFFLER_PROFILES)
+def test_a_round_end_after_the_return_and_the_next_bets_is_one_deviation(name: str
+                                                                          ) -> None:
+    """The sweep (47 of 49 in gr-banco-punto-shuffler): a shuffler round's round_end written
+    after the return of its discards and the next bets_closed — the return ended the round
+    (round_end missing), the bets opened the next, and the late round_end ended that one:
+    its first card was a critical CARD_BEFORE_BETS_CLOSED. It is the last round's, late."""
+    steps = day(name)
+    ones = tried = 0
+    for rnd in range(2, 14):
+        end = first(steps, "round_end", rnd=rnd)
+        if [s.event["type"] for s in steps[end + 1:end + 4]] != [
+                "discards_returned", "bets_closed", "card"]:
+            continue
+        tried += 1
+        r = run(name, events(move(steps, end, end + 3)))
+        ones += r.codes() == Counter({"UNEXPECTED_EVENT": 1}) and bool(
+            r.notes("late_round_end"))
+    assert tried >= 8 and ones >= tried - 1, (ones, tried)
+
+
 @pytest.mark.parametrize("name", [p for p in PROFILES if not prof(p).shuffler_mode
                                   and not prof(p).shuffle.every_round])
 def test_a_round_end_after_the_next_rounds_first_card_is_one_deviation(name: str) -> None:

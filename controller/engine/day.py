@@ -29,7 +29,7 @@ from controller.engine.graph import Graph, build, machine_for, states_for
 from controller.engine.prompts import prompt_text
 from controller.engine.resync import Slip
 from controller.engine.shoe import Accounting, Shoe
-from controller.engine.states import CLOSED, DEVICE_FAULT, STATE_DESCRIPTIONS
+from controller.engine.states import CLOSED, DEVICE_FAULT, READY, ROUND, STATE_DESCRIPTIONS
 from controller.events import DeckLot, Event
 from controller.outputs import Note, Output, Prompt, prompt_of
 from controller.profiles import Profile, ShuffleScreenRule
@@ -270,7 +270,11 @@ class DayState:
         left = self._left_open
         self._left_open = None
         shoe = self._shoe
-        return left == (self.shoe, self.round, self._state) and (
+        # (or the step that ended it took the table back to between rounds — a shuffler's
+        # return of the discards — and the next bets opened the round now open: the sweep,
+        # a shuffler round's round_end two steps late was a CARD_BEFORE_BETS_CLOSED too)
+        between = left == (self.shoe, self.round - 1, READY.value) and self._state == ROUND
+        return (left == (self.shoe, self.round, self._state) or between) and (
             not shoe.round_cards or (shoe.aside is None and shoe.referee.dealing()))
 
     def _late_round_end_note(self) -> Note:
