@@ -784,20 +784,40 @@ def test_the_next_boxs_double_or_surrender_while_split_aces_wait_is_the_next_box
         assert r.devs("ACTION_NOT_ALLOWED")[0].evidence["hand"] == "box1.2"
 
 
-@pytest.mark.parametrize("then", ["surrender", "hit"])
-def test_a_surrender_held_while_split_aces_wait_is_the_next_boxs_when_play_goes_on(
-        then: str) -> None:
-    """The same review, 600 days later: box 2's surrender held (above), then box 3's own
-    surrender — or box 3's hit, its card named to box 3 — was taken as leaving the first
-    the aces', refused. A step that the next box's surrender explains (a hand after it
-    acts) makes it the next box's."""
-    nxt = (["surrender", {"card": "8", "to": "dealer"}] if then == "surrender"
-           else [{"card": "4", "to": "box3"}, "stand", {"card": "8", "to": "dealer"}])
+def test_a_surrender_held_while_split_aces_wait_is_the_next_boxs_when_a_later_box_plays(
+        ) -> None:
+    """The same review, 600 days later: box 2's surrender held (above), then box 3's hit,
+    its card named to box 3, was taken as leaving the surrender the aces', refused. A card
+    named to a box after the surrendering one shows play moved on past it: box 2's."""
     r = play("ru-blackjack", [1, 2, 3], *deal("ru-blackjack", "ATT", "9", "A65"), "split",
              {"card": "7", "to": "box1.1"}, {"card": "A", "to": "box1.2"}, "surrender",
-             *nxt)
+             {"card": "4", "to": "box3"}, "stand", {"card": "8", "to": "dealer"})
     assert r.codes == Counter(), r.codes
     assert r.hand("box2")["outcome"] == "surrender"
+
+
+@pytest.mark.parametrize("after", [
+    ["surrender", "stand", {"card": "8", "to": "dealer"}],  # box 2 surrenders too
+    ["stand", {"card": "5", "to": "box3"}, "stand", {"card": "8", "to": "dealer"}],
+    ["stand", "5", "stand", {"card": "8", "to": "dealer"}],  # (unnamed)
+    [{"card": "5", "to": "box2"}, "stand", "stand", {"card": "8", "to": "dealer"}],
+    ["double", {"card": "9", "to": "box2"}, "stand", {"card": "8", "to": "dealer"}],
+])
+def test_a_surrender_planted_on_split_aces_is_one_slip_whatever_the_next_boxes_do(
+        after: list[Any]) -> None:
+    """A second review of the held action (ru-blackjack, 004 §3.13, PROCEDURES §4: no
+    surrender after a split): a surrender on split aces waiting for a decision, then the
+    next boxes' own play — released to box 2 by another action, or by a card to box 2 or
+    unnamed, it went unflagged, or became two or three deviations (a card to a surrendered
+    hand). Only a card to a later box (or the dealer's, no box left) makes it box 2's: one
+    ACTION_NOT_ALLOWED on the aces otherwise. (Box 2's own surrender, then box 3's,
+    unnamed, reads the same way: the documented choice, as before the hold.)"""
+    r = play("ru-blackjack", [1, 2, 3], *deal("ru-blackjack", "ATT", "9", "A65"), "split",
+             {"card": "7", "to": "box1.1"}, {"card": "A", "to": "box1.2"}, "surrender",
+             *after)
+    assert r.codes == Counter({"ACTION_NOT_ALLOWED": 1}), r.codes
+    refused = r.devs("ACTION_NOT_ALLOWED")[0]
+    assert refused.evidence["hand"] == "box1.2" and refused.evidence["action"] == "surrender"
 
 
 @pytest.mark.parametrize("action", ["double", "surrender"])

@@ -331,7 +331,7 @@ class BlackjackReferee(CardLedger):
         if not self.active:
             return []
         if self.held is not None:
-            return self._release_held(None, action) + self.action(action)
+            return self._release_held(None) + self.action(action)
         self.drawn_before, self.drawn_last = self.drawn_last, None
         self.exposed_for = None
         self.split_either = None  # (a decision since: the split stands as taken)
@@ -915,29 +915,34 @@ class BlackjackReferee(CardLedger):
             self.held = (action, hand, other)
         return allowed
 
-    def _release_held(self, to: str | None, then: str | None = None) -> list[Output]:
-        """The step after a held action (:meth:`_hold`): a card named (``to``) to the next
-        box, or to one after it (the next box surrendered), says the action was that box's
-        — the aces were not split again — and so do the dealer's card after a surrender
-        (the aces' refused, the box would act before the dealer draws) and another action
-        (``then``) right after a surrender that a hand after the next box can take (a
-        review's independent dealer: two boxes surrendering in turn). Anything else — a
-        card named to the aces, or unnamed, an action that reading leaves without a hand,
-        the round's end — leaves it the aces', refused there as before."""
+    def _release_held(self, to: str | None) -> list[Output]:
+        """The step after a held action (:meth:`_hold`). Only a card that the next box's
+        action explains, and the aces' would not, makes it that box's (the aces were not
+        split again): a double's card named (``to``) to that box; after a surrender, a card
+        named to a later box, or to the dealer when no hand is left after that box (a box
+        that surrendered takes no card). Anything else — a card named to the aces or
+        unnamed, another action, the round's end — leaves it the aces', refused there as
+        before: a double or surrender planted on the aces looks the same as the next box's
+        until a card names its place (reviews: released on weaker steps, planted slips on
+        the aces went unflagged or became two)."""
         held, self.held = self.held, None
         if held is None:
             return []
         action, aces, other = held
         named = _box_named(to)
-        if ((named is not None and aces.box is not None and named[0] != aces.box.number)
-                or (action == "surrender" and (to or "").strip().lower() == DEALER)
-                or (action == "surrender" and then is not None
-                    and self._next_open(other) is not None)):
-            aces.done = True
-            hand = other
-            self.released = held
+        numbers = [b.number for b in self.boxes]
+        theirs = other.box.number if other.box is not None else -1
+        if action == "double":
+            mine = named is not None and named[0] == theirs
         else:
-            hand = aces
+            mine = ((named is not None and named[0] in numbers and theirs in numbers
+                     and numbers.index(named[0]) > numbers.index(theirs))
+                    or ((to or "").strip().lower() == DEALER
+                        and self._next_open(other) is None))
+        if mine:
+            aces.done = True
+            self.released = held
+        hand = other if mine else aces
         return self._double(hand) if action == "double" else self._surrender(hand)
 
     def _released_was_the_aces(self) -> list[Output]:
