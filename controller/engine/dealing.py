@@ -107,12 +107,15 @@ class Dealing(Preparation):
             devs = [o for o in outs if isinstance(o, Deviation)]
             return sum(d.severity != Severity.INFO for d in devs), len(devs)
 
-        if count(theirs) < count(mine):
+        mine_count, theirs_count = count(mine), count(theirs)
+        if theirs_count < mine_count:
             shoe.referee, mine = shoe.aside, theirs
             # the cards read before the bets were set aside, not the round's: a burn where
             # the game has none (between a shuffler's hands) — the holder may keep them
             # with the burns, as a burn too many (a review: DISCARDS_NOT_RETURNED as well)
             shoe.extra_since_return += shoe.early_count
+        elif theirs_count == mine_count:  # (a tie: the round's own cards, but the return
+            shoe.early_tied += shoe.early_count  # may show them kept aside: 7 in 120)
         shoe.aside, shoe.held, shoe.held_aside = None, [], []
         return mine
 
@@ -608,6 +611,8 @@ class Dealing(Preparation):
         # have been
         extra = shoe.extra_since_return if not self.profile.shuffler.burns_returned else 0
         accepted: tuple[int, ...] = (expected, out_now, expected - extra)
+        if shoe.early_tied and not self.profile.shuffler.burns_returned:
+            accepted += (expected - extra - shoe.early_tied,)
         short, shoe.return_short = shoe.return_short, 0
         # a round the referee found short of a card (a draw the rule wanted: maybe drawn
         # unread) or a card too many (a draw where the rule stands: maybe one card read
@@ -652,6 +657,7 @@ class Dealing(Preparation):
         shoe.out_since_return = 0
         shoe.burned_since_return = 0
         shoe.extra_since_return = 0
+        shoe.early_tied = 0
         shoe.seen.clear()
         if e.count == expected:
             shoe.in_holder += kept

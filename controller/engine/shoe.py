@@ -129,6 +129,10 @@ class Shoe:
     #: set aside, the holder may keep them (Dealing._round_ended)
     early_unburned: int = 0
     early_count: int = 0
+    #: since the discards last went back, such cards whose round read as well with them
+    #: as without: taken as the round's, they may yet have been kept aside (a return
+    #: without them is accepted)
+    early_tied: int = 0
     #: the round those cards opened, as if they were not its own (drawn and set aside, the
     #: round dealt afresh): judged beside ``referee`` to the round's end, which takes the
     #: reading with fewer deviations (TableEngine._round_ended); until then the round's
