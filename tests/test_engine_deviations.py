@@ -1220,6 +1220,10 @@ def test_a_burn_between_a_shufflers_hands_is_one_slip_kept_back_or_returned(back
             rnd = steps[bets].round
             taken += any(c["card"] == stray for n in r.notes("round") if n.data["round"] == rnd
                          for c in n.data["cards"])
+            # the holder keeps it with the burns, or it went back: the shoe counts it so
+            held = run(name, each[:rets[k] + 2]).engine._shoe.in_holder
+            clean = run(name, events(steps[:rets[k] + 1])).engine._shoe.in_holder
+            assert held == clean + (0 if back else 1), (seed, k, held, clean)
     assert taken >= 1
 
 

@@ -657,12 +657,14 @@ class Dealing(Preparation):
         shoe.out_since_return = 0
         shoe.burned_since_return = 0
         shoe.extra_since_return = 0
-        shoe.early_tied = 0
+        tied, shoe.early_tied = shoe.early_tied, 0
         shoe.seen.clear()
         if e.count == expected:
             shoe.in_holder += kept
         elif e.count == expected - extra:
             shoe.in_holder += kept + extra
+        elif tied and e.count == expected - extra - tied:  # (kept aside: a review)
+            shoe.in_holder += kept + extra + tied
         shoe.in_shoe = shoe.pack_size - shoe.in_holder
         if self._shoe.change_burn_pending:
             self._start_burn(out, "dealer_change", "count", self._shoe.change_burn_pending)
