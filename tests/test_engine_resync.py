@@ -432,7 +432,8 @@ def test_a_card_returned_a_round_late_is_one_deviation(name: str) -> None:
 def test_a_cut_recorded_one_step_late_is_one_deviation(name: str) -> None:
     """A review: the cut written after the next step (the cut card placed, the load, a
     stud round's bets) — CUT_MISSING there, then the cut refused: two for one slip. The
-    cut is taken as late (a note), its depth still judged; once a card is out it is refused."""
+    cut is taken as late (a note), its depth still judged; once a card is out it is refused
+    (but for a round's first card where no burn came before it: the next test)."""
     steps = day(name)
     cut = first(steps, "cut", shoe=2)
     r = run(name, events(move(steps, cut, cut + 2)))
@@ -447,6 +448,26 @@ def test_a_cut_recorded_one_step_late_is_one_deviation(name: str) -> None:
     steps[cut].event["offset"] = 0  # too shallow: judged as a cut in place would be
     r = run(name, events(move(steps, cut, cut + 2)))
     assert r.codes() == Counter({"CUT_MISSING": 1, "CUT_TOO_SHALLOW": 1})
+
+
+@pytest.mark.parametrize("step", ["cut", "shuffle"])
+def test_a_stud_rounds_shuffle_or_cut_recorded_two_steps_late_is_one_deviation(step: str
+                                                                              ) -> None:
+    """The sweep (gr-stud-poker, 32 mutations): a round's cut written after its bets and
+    first card, or its shuffle after its cut and bets — CUT_MISSING (SHUFFLE_MISSING) there,
+    then the step refused: two for one slip. Before a second card (a stud deal burns none),
+    that step is the one flagged, late: a note."""
+    name = "gr-stud-poker"
+    steps = day(name)
+    done = 0
+    for rnd in range(3, 12):
+        at = first(steps, step, rnd=rnd) if step == "cut" else first(steps, step, shoe=rnd)
+        r = run(name, events(move(steps, at, at + 3)))
+        want = "CUT_MISSING" if step == "cut" else "SHUFFLE_MISSING"
+        assert r.proc() == Counter({want: 1}), (rnd, r.codes())
+        assert r.notes(f"late_{step}"), rnd
+        done += 1
+    assert done >= 5
 
 
 @pytest.mark.parametrize("name", ["gr-blackjack", "gr-blackjack-shuffler"])

@@ -193,6 +193,7 @@ class TableEngine(DeviceEvents):
         if route is None:
             late = (self.late_return(event) if isinstance(event, DiscardsReturned)
                     else self.late_cut(event) if isinstance(event, Cut)
+                    else self.late_shuffle(event) if isinstance(event, Shuffle)
                     else self.late_count(event) if isinstance(event, DeckCheck) else None)
             if late is not None:
                 return late

@@ -100,6 +100,7 @@ class Preparation(DayState):
                 out.append(skip)
                 self._shoe.cut_done = self._shoe.cut_card_set = True
             else:
+                self._shoe.shuffle_flagged = True
                 out.append(self._make("SHUFFLE_MISSING", f"{what} without a shuffle since "
                                       "the last shoe", step=through))
         if p.cut.required and not self._shoe.cut_done:
@@ -366,14 +367,27 @@ class Preparation(DayState):
         not that."""
         shoe = self._shoe
         size = self.pack_cards
-        if not shoe.cut_flagged or shoe.dealt or shoe.burn_done or e.offset > size:
-            return None
+        if not shoe.cut_flagged or shoe.dealt > 1 or shoe.burn_done or e.offset > size:
+            return None  # (after a round's first card too: stud deals no burn, the sweep)
         shoe.cut_flagged = False
         out: list[Output] = [Note("late_cut", f"cut at {e.offset} read after the step that "
                                   "flagged it missing (CUT_MISSING above): taken as late",
                                   {"offset": e.offset, "state": self.state})]
         check_cut(e.offset, size, self.profile.cut.min_each_side, self._make, out)
         return out
+
+    def late_shuffle(self, e: Shuffle) -> list[Output] | None:
+        """A shuffle read after the step that flagged it missing (``SHUFFLE_MISSING``: the
+        load, the bets — the same shoe), before any card left the shoe: that shuffle,
+        recorded late — a note, not refused as well (the sweep: a stud round's shuffle
+        written after its cut and bets was SHUFFLE_MISSING and UNEXPECTED_EVENT). None
+        when ``e`` is not that."""
+        shoe = self._shoe
+        if not shoe.shuffle_flagged or shoe.dealt or shoe.burn_done:
+            return None
+        shoe.shuffle_flagged = False
+        return [Note("late_shuffle", "shuffle read after the step that flagged it missing "
+                     "(SHUFFLE_MISSING above): taken as late", {"state": self.state})]
 
     def _new_block(self, out: list[Output]) -> None:
         """A cut or a load right after a shuffle read as the continuous shuffler's own: that

@@ -50,6 +50,9 @@ class Shoe:
     loaded: bool = False
     #: CUT_MISSING raised for this shoe: a cut read before its first card is that one, late
     cut_flagged: bool = False
+    #: SHUFFLE_MISSING raised for this shoe: a shuffle read before its first card is that
+    #: one, late (Preparation.late_shuffle)
+    shuffle_flagged: bool = False
     #: dealt with no shuffle after players left (SHUFFLE_MISSING; 000 §9, 001 BP §17: the
     #: restart skipped): the cards are what was left of the last shoe, their count unknown
     unshuffled: bool = False
