@@ -964,6 +964,26 @@ def test_a_shoe_shuffled_again_during_its_start_burn_is_a_new_shoe(name: str,
 
 @pytest.mark.parametrize("name", [n for n in FIVE_BURN_PROFILES + BY_VALUE_PROFILES
                                   if not prof(n).shuffler.continuous])
+def test_a_shoe_loaded_without_its_shuffle_and_cut_then_done_again_is_those_slips(
+        name: str) -> None:
+    """A reread of the late shuffle and the late cut: a stack loaded without its shuffle and
+    cut (SHUFFLE_MISSING, CUT_MISSING at the load), then taken out and shuffled, cut and
+    loaded again before any card — the shuffle a new shoe's (the next step, its cut, says
+    so), not the late cut of the first load's with that load refused after it."""
+    steps = day(name)
+    sh = first(steps, "shuffle", shoe=2)
+    cut = first(steps, "cut", shoe=2)
+    load = first(steps, "shoe_loaded", shoe=2)
+    redo = steps[sh:load + 1]
+    mutated = [*steps[:sh], *[s for s in redo if s.event["type"] not in ("shuffle", "cut")],
+               *redo, *steps[load + 1:]]
+    assert cut < load
+    r = run(name, events(mutated))
+    assert r.codes() == Counter({"SHUFFLE_MISSING": 1, "CUT_MISSING": 1}), r.codes()
+
+
+@pytest.mark.parametrize("name", [n for n in FIVE_BURN_PROFILES + BY_VALUE_PROFILES
+                                  if not prof(n).shuffler.continuous])
 @pytest.mark.parametrize("then", ["the burn goes on", "the bets"])
 def test_a_stray_shuffle_during_the_start_burn_is_one_unexpected_event(name: str,
                                                                        then: str) -> None:

@@ -191,6 +191,17 @@ class TableEngine(DeviceEvents):
         before = self._state
         route = self._routes.get((event.type, before))
         if route is None:
+            if before == BURN and not self._shoe.rounds:
+                if isinstance(event, Shuffle):  # (a shoe's: the next step says what it was)
+                    self._shoe.shuffle_in_burn = event
+                    return [Note("shuffle_in_burn", "shuffle during the start burn: a new "
+                                 "shoe if the cut follows; a stray step if the burn goes on",
+                                 {"state": before})]
+                pending = self._shoe.shuffle_in_burn
+                if pending is not None and event.type in ("cut", "cut_card_placed",
+                                                          "shoe_loaded"):
+                    self._shoe.shuffle_in_burn = None
+                    return self._reshuffled_in_burn(pending, event)
             late = (self.late_return(event) if isinstance(event, DiscardsReturned)
                     else self.late_cut(event) if isinstance(event, Cut)
                     else self.late_shuffle(event) if isinstance(event, Shuffle)
@@ -205,17 +216,6 @@ class TableEngine(DeviceEvents):
                     return late
             if event.type == "round_end" and self._late_round_end():
                 return [self._late_round_end_note()]
-            if before == BURN and not self._shoe.rounds:
-                if isinstance(event, Shuffle):  # (a shoe's: the next step says what it was)
-                    self._shoe.shuffle_in_burn = event
-                    return [Note("shuffle_in_burn", "shuffle during the start burn: a new "
-                                 "shoe if the cut follows; a stray step if the burn goes on",
-                                 {"state": before})]
-                pending = self._shoe.shuffle_in_burn
-                if pending is not None and event.type in ("cut", "cut_card_placed",
-                                                          "shoe_loaded"):
-                    self._shoe.shuffle_in_burn = None
-                    return self._reshuffled_in_burn(pending, event)
             if before == CLOSED and self._opens_a_day(event):
                 return self._open_implied(event)
             if isinstance(event, TableOpen) and self._implied_by is not None \

@@ -377,14 +377,15 @@ class Preparation(DayState):
         return out
 
     def late_shuffle(self, e: Shuffle) -> list[Output] | None:
-        """A shuffle read after the step that flagged it missing (``SHUFFLE_MISSING``: the
-        load, the bets — the same shoe), before any card left the shoe: that shuffle,
+        """A shuffle read after the bets that flagged it missing (``SHUFFLE_MISSING``: a
+        stud round's, the same shoe), before any card left the shoe: that shuffle,
         recorded late — a note, not refused as well (the sweep: a stud round's shuffle
         written after its cut and bets was SHUFFLE_MISSING and UNEXPECTED_EVENT). None
         when ``e`` is not that."""
         shoe = self._shoe
-        if not shoe.shuffle_flagged or shoe.dealt or shoe.burn_done:
-            return None
+        if not shoe.shuffle_flagged or shoe.dealt or shoe.burn_done or self.state != ROUND:
+            return None  # (in a round not dealt yet; before it, a shuffle is the stack's
+            # again — a new shoe: TableEngine._reshuffled_in_burn)
         shoe.shuffle_flagged = False
         return [Note("late_shuffle", "shuffle read after the step that flagged it missing "
                      "(SHUFFLE_MISSING above): taken as late", {"state": self.state})]
