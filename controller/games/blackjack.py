@@ -908,9 +908,7 @@ class BlackjackReferee(CardLedger):
             allowed = not other.double_pending and not self._double_refused(other,
                                                                              other.cards)
         else:
-            allowed = (self.rule.surrender != "none" and not other.from_split
-                       and other.doubled_at is None and bool(self.dealer.cards)
-                       and self.dealer.cards[0].rank != "A")
+            allowed = not self._surrender_refused(other)
         if allowed:
             self.held = (action, hand, other)
         return allowed
@@ -933,16 +931,16 @@ class BlackjackReferee(CardLedger):
         numbers = [b.number for b in self.boxes]
         theirs = other.box.number if other.box is not None else -1
         if action == "double":
-            mine = named is not None and named[0] == theirs
+            the_box = named is not None and named[0] == theirs
         else:
-            mine = ((named is not None and named[0] in numbers and theirs in numbers
-                     and numbers.index(named[0]) > numbers.index(theirs))
-                    or ((to or "").strip().lower() == DEALER
-                        and self._next_open(other) is None))
-        if mine:
+            the_box = ((named is not None and named[0] in numbers and theirs in numbers
+                        and numbers.index(named[0]) > numbers.index(theirs))
+                       or ((to or "").strip().lower() == DEALER
+                           and self._next_open(other) is None))
+        if the_box:
             aces.done = True
             self.released = held
-        hand = other if mine else aces
+        hand = other if the_box else aces
         return self._double(hand) if action == "double" else self._surrender(hand)
 
     def _released_was_the_aces(self) -> list[Output]:
@@ -1340,20 +1338,26 @@ class BlackjackReferee(CardLedger):
         if len(hand.cards) < 2:
             return [self._not_allowed("surrender", hand,
                                       "a split hand gets its second card first")]
-        why = ""
-        up = self.dealer.cards[0]
-        if self.rule.surrender == "none":
-            why = "this game has no surrender"
-        elif hand.from_split:
-            why = "no surrender after a split"
-        elif hand.doubled_at is not None:
-            why = "no surrender after a double"
-        elif len(hand.cards) != 2:
-            why = "surrender only before the third card"
-        elif up.rank == "A":
-            why = "no surrender against the dealer's ace"
+        why = self._surrender_refused(hand)
         hand.surrendered = hand.done = True
         return [self._not_allowed("surrender", hand, why)] if why else []
+
+    def _surrender_refused(self, hand: _Hand) -> str:
+        """Why the profile refuses a surrender on a hand of two cards or more (004 §3.15:
+        before the third card, not after a split or a double, not against an ace); ""
+        when it allows it."""
+        up = self.dealer.cards[0] if self.dealer.cards else None
+        if self.rule.surrender == "none":
+            return "this game has no surrender"
+        if hand.from_split:
+            return "no surrender after a split"
+        if hand.doubled_at is not None:
+            return "no surrender after a double"
+        if len(hand.cards) != 2:
+            return "surrender only before the third card"
+        if up is not None and up.rank == "A":
+            return "no surrender against the dealer's ace"
+        return ""
 
     # ------------------------------------------------------------------ the round note
 
