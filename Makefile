@@ -27,7 +27,7 @@ NATIVE := controller/native.json
 NATIVE_SOURCES := controller/screening/reference.py controller/screening/packets.py \
                   controller/screening/screen.py controller/rounds.py \
                   controller/games/baccarat.py controller/games/blackjack.py controller/games/stud.py \
-                  controller/audit/replay.py
+                  controller/audit/replay.py controller/audit/linecheck.py
 # (and every project module they import, as the last build listed them: a change to any of
 # them changes the compiled code, which runs only while all are as built)
 NATIVE_DEPS := $(shell cat controller/native.deps 2>/dev/null)

@@ -43,7 +43,7 @@ from types import ModuleType
 COMPILED = ("controller.screening.reference", "controller.screening.packets",
             "controller.screening.screen", "controller.rounds", "controller.games.baccarat",
             "controller.games.blackjack", "controller.games.stud",
-            "controller.audit.replay")
+            "controller.audit.replay", "controller.audit.linecheck")
 """The modules ``setup.py`` compiles (one group), each after the compiled modules it
 imports."""
 

@@ -286,19 +286,20 @@ def test_no_package_loads_an_extension_module_no_build_lists(tmp_path: Path) -> 
     # end to end, in a copy of the tree: an extension module beside a source that a
     # package imports when it is imported (here a file that is no extension at all, so
     # that loading it fails). The audit package asked about leftovers only after its own
-    # imports, so one beside its line checks (an experiment's build) was loaded.
+    # imports, so one beside its line checks (an experiment's build, when they were not
+    # compiled) was loaded.
     tree = tmp_path / "tree"
     shutil.copytree(ROOT / "controller", tree / "controller",
                     ignore=shutil.ignore_patterns("__pycache__"))
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    left = ["controller.audit.linecheck", "controller.screening.faces", "controller.cards"]
+    left = ["controller.audit.verify", "controller.screening.faces", "controller.cards"]
     for module in left:
         assert module not in native.COMPILED
         path = tree.joinpath(*module.split("."))
         assert path.with_suffix(".py").exists()
         path.with_name(path.name + suffix).write_bytes(b"not an extension module")
     code = ("import controller.audit, controller.screening, controller.engine;"
-            "from controller.audit.linecheck import ChainState; print('imported')")
+            "from controller.audit.verify import verify_file; print('imported')")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=tree, env={**env, "PYTHONDONTWRITEBYTECODE": "1"})

@@ -20,8 +20,8 @@ engine; import them by name (never from here, which the session imports):
 from controller import native
 
 # (before the imports: a stale compiled module never runs, nor an extension module an
-# older build left beside a source the package imports — controller.audit.replay, the
-# one compiled here, is imported by name)
+# older build left beside a source the package imports — of the two compiled here,
+# linecheck is imported below, through verify, and replay by name)
 native.prefer_source(__name__)
 
 from controller.audit.anchors import (  # noqa: E402

@@ -354,8 +354,8 @@ class ChainState:
         parse_error: str | None = None
         try:
             record = _DECODER.decode(body)
-        except _FloatInRecord as exc:
-            float_error = f"record contains a float ({exc}); records never contain floats"
+        except _FloatInRecord as float_text:  # (names of their own: compiled, a name has one type)
+            float_error = f"record contains a float ({float_text}); records never contain floats"
         except RecursionError:
             parse_error = "does not parse as JSON (nested too deep to read)"
         except ValueError as exc:
