@@ -1388,7 +1388,9 @@ def test_a_drawn_card_not_read_is_the_rounds_slip_only(name: str) -> None:
     assert dropped == 3
 
 
-@pytest.mark.parametrize("name", ["gr-banco-punto", "live-baccarat", "gr-chemin-de-fer"])
+@pytest.mark.parametrize("name", ["gr-banco-punto",  # (make quick: the first; ~1.5 s each)
+                                  *(pytest.param(n, marks=pytest.mark.slow)
+                                    for n in ("live-baccarat", "gr-chemin-de-fer"))])
 def test_a_card_read_twice_in_a_round_is_the_rounds_slip_only(name: str) -> None:
     """The sweep (250–260 mutations a profile): a round's card read twice in a row — the
     round holds a card too many for the rules (DRAW_RULE: after a natural, where the rule

@@ -81,10 +81,12 @@ def _sources() -> Iterator[ModuleType]:
             setattr(sys.modules[parent], name, was)
 
 
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.slow)
+                                      for s in (1, 2))])  # (make quick: the first seed)
 @pytest.mark.parametrize("model", [None, "cut only", "2 riffles", "discards cut only",
                                    "discards 1 riffle", "discards 2 riffles", "slug 20",
                                    "slug 40"])
-def test_the_compiled_screen_decides_as_its_source(model: str | None) -> None:
+def test_the_compiled_screen_decides_as_its_source(model: str | None, seed: int) -> None:
     # the same findings (test, value to the last bit, card, evidence, the card raised at),
     # fair or not, in four profiles and three seeds: the compiled screen is the source's
     assert model is None or model in MODELS
@@ -94,11 +96,10 @@ def test_the_compiled_screen_decides_as_its_source(model: str | None) -> None:
         pure_class = source.ShuffleScreen
     flagged = 0
     for name in ("gr-banco-punto", "gr-blackjack", "live-blackjack", "gr-chemin-de-fer"):
-        for seed in range(3):
-            compiled = day_of_findings(name, model, seed)
-            pure = day_of_findings(name, model, seed, screen_class=pure_class)
-            assert compiled == pure, (name, model, seed)
-            flagged += sum(f is not None for f in compiled)
+        compiled = day_of_findings(name, model, seed)
+        pure = day_of_findings(name, model, seed, screen_class=pure_class)
+        assert compiled == pure, (name, model, seed)
+        flagged += sum(f is not None for f in compiled)
     assert flagged or model in (None, "slug 20")
 
 
