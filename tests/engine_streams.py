@@ -85,12 +85,18 @@ def day(name: str, seed: int = 0, **plan: Any) -> list[Step]:
     """A correct table day (cached), returned as fresh steps whose events may be edited.
 
     The events are copied by a round trip through pickle: a deep copy of plain dicts
-    and lists, done in C (a Python walk over a day's events cost a test 5 ms)."""
+    and lists, done in C (a Python walk over a day's events cost a test 5 ms); the day is
+    pickled once (:func:`_day_pickled`), unpickled for each test."""
     key = tuple(sorted(plan.items()))
     steps = _day(name, seed, key)
     _days_of.setdefault(name, {})[(seed, key)] = None
-    fresh = pickle.loads(pickle.dumps([s.event for s in steps], pickle.HIGHEST_PROTOCOL))
+    fresh = pickle.loads(_day_pickled(name, seed, key))
     return [Step(s.phase, ev, s.shoe, s.round) for s, ev in zip(steps, fresh, strict=True)]
+
+
+@functools.cache
+def _day_pickled(name: str, seed: int, plan: tuple[tuple[str, Any], ...]) -> bytes:
+    return pickle.dumps([s.event for s in _day(name, seed, plan)], pickle.HIGHEST_PROTOCOL)
 
 
 def events(steps: Iterable[Step]) -> list[dict[str, Any]]:

@@ -378,3 +378,64 @@ def test_a_build_that_does_not_compile_records_nothing_compiled(tmp_path: Path) 
     run = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env,
                          capture_output=True, text=True, check=True)
     assert run.stdout.count("source: not compiled") == len(native.COMPILED), run.stdout
+
+
+_VERIFIED = """
+import dataclasses, json, sys
+from controller import native
+from controller.audit import verify_file
+out = {"native": native.summary()}
+for path in json.load(open(sys.argv[1])):
+    result = verify_file(path, parallel=False)
+    out[path] = [repr(v) for v in dataclasses.asdict(result).values()]
+print(json.dumps(out))
+"""
+
+
+def test_the_compiled_line_checks_decide_as_their_source(tmp_path: Path) -> None:
+    # a day's log and its damaged copies — an edit (rehashed or not), a record deleted,
+    # two swapped, a float, keys out of order, a torn last line, a line not UTF-8 —
+    # verified compiled (controller.audit.linecheck) and as source: every field of the
+    # result the same
+    from floor_helpers import table_log
+
+    log = table_log(tmp_path)  # (the engine's records of a Banco Punto day)
+    lines = log.read_bytes().splitlines(keepends=True)
+    assert len(lines) > 200
+    damaged = {
+        "intact": lines,
+        "edited": [*lines[:120], lines[120].replace(b'"seq":', b'"seq": '), *lines[121:]],
+        "card": [*lines[:150], re.sub(rb'"card":"(\w\w)"', b'"card":"2C"', lines[150], count=1),
+                 *lines[151:]],
+        "deleted": [*lines[:100], *lines[101:]],
+        "swapped": [*lines[:80], lines[81], lines[80], *lines[82:]],
+        "float": [*lines[:60], lines[60].replace(b'"round":', b'"x":1.5,"round":', 1),
+                  *lines[61:]],
+        "unsorted": [*lines[:70], lines[70].replace(b'{"', b'{"zz":0,"', 1), *lines[71:]],
+        "torn": [*lines[:-1], lines[-1][:-9]],
+        "not utf-8": [*lines[:90], lines[90].replace(b'"kind"', b'"k\xffind"', 1), *lines[91:]],
+    }
+    paths = []
+    for name, content in damaged.items():
+        path = tmp_path / f"{name.replace(' ', '-')}.jsonl"
+        path.write_bytes(b"".join(content))
+        paths.append(str(path))
+    listing = tmp_path / "logs.json"
+    listing.write_text(json.dumps(paths))
+    runs = {}
+    for pure in (False, True):
+        env = {**os.environ, native.PURE_ENV: "1"} if pure else \
+            {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
+        out = subprocess.run([sys.executable, "-c", _VERIFIED, str(listing)], cwd=ROOT,
+                             env=env, capture_output=True, text=True, check=True)
+        runs[pure] = json.loads(out.stdout)
+    assert "source" not in runs[False].pop("native"), _NOT_BUILT
+    assert "compiled" not in runs[True].pop("native")
+    assert runs[False] == runs[True]
+    oks = {Path(p).stem: r[0] for p, r in runs[False].items()}  # (each field's repr)
+    assert oks == {Path(p).stem: repr(Path(p).stem == "intact") for p in paths}, oks
+    reasons = {Path(p).stem: r[4] for p, r in runs[False].items()}
+    for name, said in (("card", "hash mismatch"), ("deleted", "missing"), ("float", "float"),
+                       ("unsorted", "canonical"), ("torn", "torn"), ("not-utf-8", "UTF-8")):
+        assert said in reasons[name], reasons
+
