@@ -1752,3 +1752,26 @@ def test_reference_rounds_flag_nothing_and_one_wrong_draw_flags_that_round(
     else:
         assert flagged == {target}, (mutation, flagged, every)
         assert every == ["DEALER_DRAW_RULE"], every
+
+
+@pytest.mark.parametrize("name", BJ)
+def test_a_double_refused_after_the_box_before_hit_to_21_is_named_by_its_card(name: str
+                                                                              ) -> None:
+    # box 1 hits its 11 to 21; box 2 doubles its 12 (refused: 000 §15, 002 §3 2.6, 004
+    # §3.14) and the double's card is named to box 2: one deviation, box 2's (a review's
+    # independent dealer: read as box 1's double recorded after its card, box 3's split
+    # and the dealer's draw were refused after it — three). Unnamed, the stream cannot
+    # tell, and it stays box 1's double recorded late
+    script = [*deal(name, "578", "4", "658", hole="K"), {"card": "T", "to": "box1"}, "double",
+              {"card": "6", "to": "box2"}, "split", {"card": "9", "to": "box3.1"}, "stand",
+              {"card": "T", "to": "box3.2"}, "stand", *dealer_rest(name, "K5")]
+    named = play(name, [1, 2, 3], *script)
+    if prof(name).blackjack.double == "any-two":  # type: ignore[union-attr]
+        assert named.codes == Counter(), named.codes  # (002 §3 2.6, 004 §3.14: a double
+        return  # on any two cards — box 2's, allowed)
+    assert named.codes == Counter({"ACTION_NOT_ALLOWED": 1}), named.codes
+    dev = named.run.devs("ACTION_NOT_ALLOWED")[0]
+    assert dev.evidence["hand"] == "box2" and dev.evidence["total"] == 12
+    unnamed = play(name, [1, 2, 3], *[{"card": i["card"]} if isinstance(i, dict) else i
+                                      for i in script])
+    assert unnamed.run.devs("ACTION_NOT_ALLOWED")[0].evidence["hand"] == "box1"

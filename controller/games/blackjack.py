@@ -230,6 +230,10 @@ class BlackjackReferee(CardLedger):
         #: ``stand`` when no hand is left to take it shows it was the aces' after all
         #: (:meth:`_released_was_the_aces`)
         self.released: tuple[str, _Hand, _Hand] | None = None
+        #: a ``double`` read as recorded after its card by the hand that card finished
+        #: (:meth:`_double_recorded_late`), and the hand in play that could not double:
+        #: the next card's ``to`` may say it was the latter's (:meth:`_release_double`)
+        self.held_double: tuple[_Hand, _Hand] | None = None
 
     # ------------------------------------------------------------------ the seam
 
@@ -269,6 +273,8 @@ class BlackjackReferee(CardLedger):
                                          and released[2].double_pending):
             self.released = None  # (a card other than the box's double's: play went on)
         out = self._release_held(event.to) if self.held is not None else []
+        if self.held_double is not None:
+            out += self._release_double(event.to)
         out += self._exposed_kept(event)
         out += self._card(event)
         last = self.recs[-1] if self.recs else None
@@ -332,6 +338,8 @@ class BlackjackReferee(CardLedger):
             return []
         if self.held is not None:
             return self._release_held(None) + self.action(action)
+        if self.held_double is not None:
+            return self._release_double(None) + self.action(action)
         self.drawn_before, self.drawn_last = self.drawn_last, None
         self.exposed_for = None
         self.split_either = None  # (a decision since: the split stands as taken)
@@ -389,6 +397,13 @@ class BlackjackReferee(CardLedger):
                 self._settle()
                 return out
             if action == "double" and self._double_recorded_late(hand):
+                late = self.drawn_before
+                if late is not None and hand is not None and hand.box is not None:
+                    # or the hand in play's, refused: the next card may name its box
+                    # (_release_double)
+                    self.held_double = (late, hand)
+                    self._settle()
+                    return out
                 hand = self.drawn_before  # (its card made it 21 or more: finished)
             if (action == "split" and aces is not None
                     and (hand is None or len(hand.cards) != 2 or hand.double_pending)):
@@ -424,6 +439,8 @@ class BlackjackReferee(CardLedger):
     def end(self) -> list[Output]:
         if self.active and self.held is not None:
             return self._release_held(None) + self.end()
+        if self.active and self.held_double is not None:
+            return self._release_double(None) + self.end()
         if not self.active:
             return super().end()
         out: list[Output] = []
@@ -1274,6 +1291,25 @@ class BlackjackReferee(CardLedger):
             return False
         return (in_play is None or len(in_play.cards) != 2 or in_play.double_pending
                 or bool(self._double_refused(in_play, in_play.cards)))
+
+    def _release_double(self, to: str | None) -> list[Output]:
+        """The step after a ``double`` held by :meth:`action`: the hand the last card
+        finished (21 or more on its third card), its double recorded after that card, or
+        the hand in play, which cannot double (a total the rule refuses, or not two cards).
+        A card named (``to``) to the box in play says it was that box's — refused there,
+        the card its double's (a review's independent dealer: pinned on the hand before,
+        the box's own split and the dealer's draw were refused after it, three deviations
+        for one). Anything else leaves it the late double of the hand before, as before."""
+        held, self.held_double = self.held_double, None
+        if held is None:
+            return []
+        late, in_play = held
+        named = _box_named(to)
+        if named is not None and in_play.box is not None and named[0] == in_play.box.number \
+                and (named[1] is None or (named[1] - 1 < len(in_play.box.hands)
+                     and in_play.box.hands[named[1] - 1] is in_play)):
+            return self._double(in_play)
+        return self._double(late)
 
     def _double_refused(self, hand: _Hand, cards: list[Card]) -> str:
         """Why the profile refuses a double on ``cards`` (000 §15, 002 §3 2.6, 004 §3.14),
