@@ -853,6 +853,86 @@ def test_russian_dealer_change_during_round_burns_after_it() -> None:
     assert t.run.proc() == {}
 
 
+@pytest.mark.parametrize("during", [False, True])
+def test_russian_dealer_change_then_a_reshuffle_owes_the_new_shoes_burn_only(during: bool
+                                                                           ) -> None:
+    # 004 §3.8 burns a card on a dealer change as play goes on in the shoe; a re-shuffle
+    # after any hand is the casino's (PROCEDURES §2.13, 002 3.2.3): the new shoe's start
+    # burn is the one owed (a review's independent dealer: the shuffle, cut, cut card and
+    # load refused and the burn's second card a burn too many — five on a correct day)
+    t = Table("ru-blackjack").prepare()
+    t.round(6)
+    if during:
+        t.bets()
+        t.cards(3)
+        t.send("dealer_change", dealer="D2")
+        t.cards(2)
+        t.send("round_end")
+    else:
+        t.send("dealer_change", dealer="D2")
+    assert t.state == "burn"
+    t.shuffle()
+    assert t.state == "cut"
+    t.new_pack()
+    t.cut()
+    t.place()
+    t.load()
+    t.cards(5)
+    assert t.state == "ready"
+    t.round(6)
+    assert t.run.proc() == {}, t.run.codes()
+    assert len(t.run.notes("change_burn_moot")) == 1
+    # the change's burn is still owed where play goes on in the shoe
+    t.send("dealer_change", dealer="D3")
+    t.bets()
+    assert t.run.proc() == {"BURN_COUNT": 1}
+
+
+def test_russian_dealer_change_then_a_damaged_card_replaced_before_its_burn() -> None:
+    # a card damaged in the round is replaced before the next shuffle (000 §1), between
+    # rounds — after the dealer change, before its burn, as well as after (a review's
+    # independent dealer: refused there, an UNEXPECTED_EVENT on a correct day)
+    t = Table("ru-blackjack").prepare()
+    t.round(6)
+    t.send("dealer_change", dealer="D2")
+    outs = t.send("card_replaced", card=t.stack[t.pos - 2])
+    assert [o.kind for o in outs if isinstance(o, Note)] == ["card_replaced"]
+    assert t.state == "burn"
+    t.card()
+    assert t.state == "ready"
+    t.round(6)
+    assert t.run.proc() == {}, t.run.codes()
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_an_unrequested_card_after_a_change_during_the_round_is_the_rounds(marked: bool
+                                                                          ) -> None:
+    # a dealer change during a round owes its burn after the round (004 §3.8); a card that
+    # came out unrequested at the dealer's 17 is the round's (000 §7: burned), not that
+    # burn with the round_end missing (a review's independent dealer: a false
+    # UNEXPECTED_EVENT, and the cut card's place a card off later in the day). Unmarked,
+    # a card after the round's last one is still taken as the burn (round_end missing)
+    t = Table("ru-blackjack").prepare()
+    t.bets(boxes=[1])
+    for card in ("TH", "9D", "8C"):  # box 1: TH, 8C; the dealer: 9D
+        t.card(card)
+    t.send("action", action="stand")
+    t.send("dealer_change", dealer="D2")
+    t.card("5C")
+    t.card("4H")  # the dealer's 18: the round's every card is out
+    t.put_next("2C")
+    t.send("card", card="2C", **({"unrequested": True} if marked else {}))
+    t.pos += 1
+    t.send("round_end")
+    if marked:
+        assert t.state == "burn"
+        t.card()  # the change's burn
+        assert t.state == "ready"
+        assert t.run.proc() == {}, t.run.codes()
+    else:
+        assert t.run.proc() == {"UNEXPECTED_EVENT": 1}, t.run.codes()
+
+
 @pytest.mark.parametrize("at", ["shuffle", "load", "burn", "ready"])
 @pytest.mark.parametrize("burned", [5, 6, 7])
 def test_russian_dealer_change_before_the_first_round_burns_five_or_six(at: str, burned: int

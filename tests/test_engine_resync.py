@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from controller.deviations import Deviation
 from controller.engine import TableEngine
 from controller.events import parse_event
+from controller.outputs import Note
 from controller.profiles import load_profile
 from tests.budget import examples
 
@@ -272,6 +273,37 @@ def test_a_card_replaced_in_place_of_a_round_end_is_one_deviation(name: str) -> 
         dev, = r.devs("UNEXPECTED_EVENT")
         assert dev.evidence["missing"] == "round_end" and r.at("UNEXPECTED_EVENT") == [end]
         assert [n.data for n in r.notes("card_replaced")] == [{"card": "7C"}]
+
+
+@pytest.mark.parametrize("exposed", [False, True])
+def test_a_card_replaced_before_the_round_end_is_one_deviation_after_an_exposed_card(
+        exposed: bool) -> None:
+    """A review's independent dealer: a damaged card replaced before the round's
+    round_end, in a round that had a card exposed (EXPOSED_CARD, an info: a fact, no slip),
+    was two deviations — the info held the round's slip, so the round_end after the
+    replacement was refused as well — where without the exposed card it is one."""
+    t = Table("gr-blackjack").prepare()
+    t.bets(boxes=[2, 5])
+
+    def card(face: str, to: str, **kw: object) -> None:
+        t.put_next(face)
+        t.send("card", card=face, to=to, **kw)
+        t.pos += 1
+
+    for face, to in (("TD", "box2"), ("7H", "box5"), ("JD", "dealer"), ("3S", "box2")):
+        card(face, to)
+    if exposed:  # burned (000 §8), and the box's card dealt again
+        card("2S", "box5", exposed=True)
+    card("3C", "box5")
+    card("JC", "box2")  # box 2: 23, bust
+    card("9H", "box5")  # box 5: 19
+    t.send("action", action="stand")
+    card("QC", "dealer")  # the dealer's 20: the round's every card is out
+    t.send("card_replaced", card="TH")
+    outs = t.send("round_end")
+    assert t.run.proc() == Counter({"UNEXPECTED_EVENT": 1}), t.run.codes()
+    assert t.run.codes()["EXPOSED_CARD"] == int(exposed)
+    assert [o.kind for o in outs if isinstance(o, Note)] == ["consequence"]
 
 
 @pytest.mark.parametrize("name", PROFILES)

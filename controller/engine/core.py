@@ -191,6 +191,15 @@ class TableEngine(DeviceEvents):
         before = self._state
         route = self._routes.get((event.type, before))
         if route is None:
+            if before == BURN and self._shoe.burn_reason == "dealer_change" \
+                    and not self._shoe.burn_done and (event.type, READY.value) in self._routes:
+                if event.type in ("shuffle", "cut"):
+                    return self._change_burn_moot(event)
+                if event.type == "card_replaced":  # (between rounds: the burn still owed)
+                    self._state = READY.value
+                    replaced = self._dispatch(event)
+                    self._state = BURN.value
+                    return replaced
             if before == BURN and not self._shoe.rounds:
                 if isinstance(event, Shuffle):  # (a shoe's: the next step says what it was)
                     self._shoe.shuffle_in_burn = event
@@ -238,6 +247,31 @@ class TableEngine(DeviceEvents):
         self._state = target._value_  # in the graph: checked above; the plain value
         out.append(transition(before, self._state, event.type))
         out.append(self.prompt())
+        return out
+
+    def _change_burn_moot(self, event: Event) -> list[Output]:
+        """A ``shuffle`` (or a cut between rounds) while the burn a dealer change owes has
+        not begun: the burn is owed because play goes on in the shoe (004 §3.8, "игра
+        продолжается, но сжигается одна карта"), and a re-shuffle after any hand is the
+        casino's (PROCEDURES §2.13, 002 3.2.3) — the new shoe's own start burn follows, and
+        the change's is not owed (a note). Refused, the new shoe's shuffle, cut, cut card
+        and load were four ``UNEXPECTED_EVENT`` and its burn's second card a burn too many
+        of the change's (a review's independent dealer: five deviations on a correct day;
+        a count, a close or players leaving there were already taken). A damaged card
+        replaced there is taken as between rounds, the burn still owed (000 §1: before the
+        next shuffle; refused, it was an ``UNEXPECTED_EVENT`` on a correct day)."""
+        before = self._state
+        self._shoe.burn_pending = False
+        self._state = READY.value
+        out: list[Output] = [Note("change_burn_moot", f"{event.type} before the dealer change's "
+                                  "burn: the shoe ends, and the new shoe's burn is the one owed",
+                                  {"event": event.type})]
+        for o in self._dispatch(event):
+            if not isinstance(o, Transition | Prompt):  # (one transition for the two)
+                out.append(o)
+        if self._state != before:
+            out.append(transition(before, self._state, event.type))
+            out.append(self.prompt())
         return out
 
     def _reshuffled_in_burn(self, shuffle: Shuffle, event: Event) -> list[Output]:

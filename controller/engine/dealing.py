@@ -206,12 +206,15 @@ class Dealing(Preparation):
             return None
         if state in (ROUND, LAST_ROUND):
             if shoe.change_burn_pending and state == ROUND and shoe.aside is None \
-                    and not e.to_a_hand and shoe.referee.complete():
+                    and not e.to_a_hand and not e.unrequested and shoe.referee.complete():
                 # a dealer change during the round owes a burn at its end (004 §3.8): a card
                 # after the round's last one, named to no hand, with no round_end, is that
                 # burn — the round_end is missing (a review: read as the dealer's draw on 18,
                 # then the burn short: three deviations for one missing round_end). A
-                # round_end right after it says otherwise (late_change_burn)
+                # round_end right after it says otherwise (late_change_burn). A card marked
+                # unrequested is the round's (000 §7: burned, or offered to the next player;
+                # a review's independent dealer: taken as the burn, a false UNEXPECTED_EVENT
+                # and the cut card a card off)
                 out.extend(self._round_left_open(e, state))
                 self._burn_read = (self.shoe, self.round, shoe.burned)
                 return None

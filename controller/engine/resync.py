@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from controller.deviations import CATALOG, Deviation
+from controller.deviations import CATALOG, Deviation, Severity
 from controller.outputs import Output, consequence
 
 # What a slip makes follow from it, grouped with it (as notes) while the procedure's state
@@ -73,9 +73,13 @@ def resync(out: list[Output], slip: Slip | None, event_type: str, procedure: str
         if slip is not None and follows_from(slip[0], slip[2], o.code, event_type):
             result.append(consequence(o, slip[0]))
             continue
-        if slip is None or (o.code in REPEATS and o.code != slip[0]):
+        if (slip is None and o.severity != Severity.INFO) \
+                or (slip is not None and o.code in REPEATS and o.code != slip[0]):
             # (a slip that repeats card by card takes over from an earlier one of another
-            # kind: its further cards are grouped with it)
+            # kind: its further cards are grouped with it. An info — an exposed card, a
+            # dummy hand: a fact, no slip — starts none: it held the round's episode, so a
+            # round_end missing there was two deviations where it is one, a review's
+            # independent dealer)
             slip = Slip(o.code, procedure, event_type)
         result.append(o)
     return result, slip
