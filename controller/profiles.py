@@ -35,6 +35,7 @@ BankStood = Literal["draw", "option"]
 Peek = Literal["none", "ace"]
 SplitSecondCards = Literal["sequential", "both-first", "either"]
 Double = Literal["none", "total-11-or-less", "any-two"]
+DoubleAce = Literal["eleven", "one-or-eleven"]
 Surrender = Literal["none", "before-third-card-not-vs-ace"]
 DealerQualifies = Literal["ace-king"]
 
@@ -270,6 +271,13 @@ class BlackjackRule(Section):
     split_aces_one_card: bool = _later(
         True, "a split ace takes one card and is finished (000 §14, 004 §3.13); false where "
         "the casino lets split aces draw (002 §3 2.7 leaves it to the casino)")
+    double_ace: DoubleAce = _later(
+        "eleven", "with double = total-11-or-less, how a player's ace counts in the two-card "
+        "total, which 000 §15 ('a total up to 11 with the first two cards') does not say: "
+        "eleven — as the dealer announces the total (§12α), an ace 11 unless that busts, so "
+        "a soft hand (A+2: 13) cannot double; one-or-eleven — the player's choice, as 1 (A+2: "
+        "3, A+9: 10), so every soft hand may. eleven in a profile recorded before the key "
+        "existed")
 
 
 @dataclass(frozen=True)

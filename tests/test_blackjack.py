@@ -1775,3 +1775,22 @@ def test_a_double_refused_after_the_box_before_hit_to_21_is_named_by_its_card(na
     unnamed = play(name, [1, 2, 3], *[{"card": i["card"]} if isinstance(i, dict) else i
                                       for i in script])
     assert unnamed.run.devs("ACTION_NOT_ALLOWED")[0].evidence["hand"] == "box1"
+
+
+@pytest.mark.parametrize("name", ["gr-blackjack", "gr-blackjack-shuffler"])
+@pytest.mark.parametrize("ace", ["eleven", "one-or-eleven"])
+def test_how_a_players_ace_counts_in_a_double_is_the_profiles_choice(name: str, ace: str
+                                                                     ) -> None:
+    # 000 §15 allows a double on "a total up to 11 with the first two cards" and does not
+    # say how the player's ace counts (a review's independent dealer read it as 1): a
+    # profile setting. eleven — as the dealer announces it (§12α): A+5 is soft 16, no
+    # double; one-or-eleven — the player's choice: A+5 may double (as 6); a hard 12 never
+    base = prof(name)
+    rule = dataclasses.replace(base.blackjack, double_ace=ace)  # type: ignore[type-var]
+    profile = dataclasses.replace(base, blackjack=rule)
+    soft = play(profile, [1], *deal(name, "A", "9", "5"), "double", "4", *dealer_rest(name, "8"))
+    hard = play(profile, [1], *deal(name, "7", "9", "5"), "double", "4", *dealer_rest(name, "8"))
+    assert soft.codes == (Counter() if ace == "one-or-eleven"
+                          else Counter({"ACTION_NOT_ALLOWED": 1})), soft.codes
+    assert hard.codes == Counter({"ACTION_NOT_ALLOWED": 1}), hard.codes
+    assert prof(name).blackjack.double_ace == "eleven"  # type: ignore[union-attr]

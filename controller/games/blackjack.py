@@ -1320,7 +1320,9 @@ class BlackjackReferee(CardLedger):
         if hand.from_split and not r.double_after_split:
             return "no double after a split"
         total, soft = blackjack_total(cards)
-        if r.double == "total-11-or-less" and total > 11:
+        if r.double == "total-11-or-less" and total > 11 \
+                and not (soft and r.double_ace == "one-or-eleven" and total - 10 <= 11):
+            # (one-or-eleven: a soft hand's ace counted as 1, the player's choice)
             return f"the total is {'soft ' if soft else ''}{total}; a double needs 11 or less"
         return ""
 
