@@ -1015,3 +1015,21 @@ def test_two_files_whose_contents_were_swapped_are_named_so(plain: LogSet) -> No
     assert (problem.file, problem.line, problem.kind) == (str(first), 1, "reordered")
     assert "continues itself" in problem.reason and "renamed" in (problem.detail or "")
     assert "not given" not in problem.reason
+
+
+def test_verification_puts_the_collector_back_as_it_was(plain: LogSet) -> None:
+    # verify runs with the cyclic collector off (its records hold no cycles: speed) and
+    # leaves it as it found it, on or off, whatever the result
+    import gc
+
+    path = plain.files[0]
+    assert gc.isenabled()
+    assert verify_file(path).ok and gc.isenabled()
+    gc.disable()
+    try:
+        assert verify_file(path).ok and not gc.isenabled()
+    finally:
+        gc.enable()
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines[:3], *lines[4:]]))
+    assert not verify_file(path).ok and gc.isenabled()
