@@ -103,6 +103,21 @@ def test_the_compiled_screen_decides_as_its_source(model: str | None, seed: int)
     assert flagged or model in (None, "slug 20")
 
 
+def _both_ways(script: str, data: Path) -> dict[bool, dict[str, object]]:
+    """``script`` run on ``data`` in a child process compiled (False) and as source (True):
+    each run's JSON output, checked to come from what it says."""
+    runs = {}
+    for pure in (False, True):
+        env = {**os.environ, native.PURE_ENV: "1"} if pure else \
+            {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
+        out = subprocess.run([sys.executable, "-c", script, str(data)], cwd=ROOT,
+                             env=env, capture_output=True, text=True, check=True)
+        runs[pure] = json.loads(out.stdout)
+    assert "source" not in str(runs[False].pop("native")), _NOT_BUILT
+    assert "compiled" not in str(runs[True].pop("native"))
+    return runs
+
+
 _DECISIONS = """
 import json, sys
 from controller import native
@@ -134,15 +149,7 @@ def test_the_compiled_referees_decide_as_their_source(tmp_path: Path) -> None:
         streams[f"{name}:swapped"] = (name, events(move(steps, two[-1], two[0])))
     path = tmp_path / "streams.json"
     path.write_text(json.dumps(streams))
-    runs = {}
-    for pure in (False, True):
-        env = {**os.environ, native.PURE_ENV: "1"} if pure else \
-            {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
-        out = subprocess.run([sys.executable, "-c", _DECISIONS, str(path)], cwd=ROOT,
-                             env=env, capture_output=True, text=True, check=True)
-        runs[pure] = json.loads(out.stdout)
-    assert "source" not in runs[False].pop("native"), _NOT_BUILT
-    assert "compiled" not in runs[True].pop("native")
+    runs = _both_ways(_DECISIONS, path)
     assert runs[False] == runs[True]
     assert sum("Deviation(" in o for outs in runs[False].values() for o in outs) >= len(
         profile_names())  # (the slips were caught: there is something to compare)
@@ -422,15 +429,7 @@ def test_the_compiled_line_checks_decide_as_their_source(tmp_path: Path) -> None
         paths.append(str(path))
     listing = tmp_path / "logs.json"
     listing.write_text(json.dumps(paths))
-    runs = {}
-    for pure in (False, True):
-        env = {**os.environ, native.PURE_ENV: "1"} if pure else \
-            {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
-        out = subprocess.run([sys.executable, "-c", _VERIFIED, str(listing)], cwd=ROOT,
-                             env=env, capture_output=True, text=True, check=True)
-        runs[pure] = json.loads(out.stdout)
-    assert "source" not in runs[False].pop("native"), _NOT_BUILT
-    assert "compiled" not in runs[True].pop("native")
+    runs = _both_ways(_VERIFIED, listing)
     assert runs[False] == runs[True]
     oks = {Path(p).stem: r[0] for p, r in runs[False].items()}  # (each field's repr)
     assert oks == {Path(p).stem: repr(Path(p).stem == "intact") for p in paths}, oks
